@@ -1,0 +1,33 @@
+package v1alpha1
+
+import (
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+// Package type metadata.
+const (
+	Group   = "workload.clusterops.io"
+	Version = "v1alpha1"
+)
+
+var (
+	// SchemeGroupVersion is group version used to register these objects.
+	SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: Version}
+
+	// SchemeBuilder is used to add go types to the GroupVersionKind scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: SchemeGroupVersion}
+)
+
+// ImmortalContainer type metadata.
+var (
+	ImmortalContainerKind             = reflect.TypeOf(ImmortalContainer{}).Name()
+	ImmortalContainerGroupKind        = schema.GroupKind{Group: Group, Kind: ImmortalContainerKind}.String()
+	ImmortalContainerGroupVersionKind = SchemeGroupVersion.WithKind(ImmortalContainerKind)
+)
+
+func init() {
+	SchemeBuilder.Register(&ImmortalContainer{}, &ImmortalContainerList{})
+}
