@@ -1,0 +1,189 @@
+// Command provider runs provider-clusterops: the controllers of its managed
+// resources and provider configs, against the cluster named by KUBECONFIG or
+// the in-cluster service account.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/gate"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+
+	"github.com/clusterops/provider-clusterops/apis"
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
+	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
+	"github.com/clusterops/provider-clusterops/internal/target"
+	"github.com/clusterops/provider-clusterops/internal/version"
+)
+
+type options struct {
+	debug                    bool
+	poll                     time.Duration
+	sync                     time.Duration
+	maxReconcileRate         int
+	leaderElection           bool
+	enableManagementPolicies bool
+	safeStart                bool
+	namespace                string
+	metricsAddr              string
+	healthAddr               string
+}
+
+func parse(args []string) (options, error) {
+	o := options{}
+	fs := flag.NewFlagSet("provider", flag.ContinueOnError)
+	fs.BoolVar(&o.debug, "debug", false, "Log at debug level.")
+	fs.DurationVar(&o.poll, "poll", 10*time.Minute, "Safety-net interval at which each managed resource is checked for drift; kinds react to watch events at once.")
+	fs.DurationVar(&o.sync, "sync", time.Hour, "Interval at which the informer caches are resynced.")
+	fs.IntVar(&o.maxReconcileRate, "max-reconcile-rate", 10, "Maximum reconciles per second across all controllers, and API requests per second (with burst) of the control-plane client.")
+	fs.BoolVar(&o.leaderElection, "leader-election", false, "Elect a leader so that only one replica reconciles.")
+	fs.BoolVar(&o.enableManagementPolicies, "enable-management-policies", true, "Honour spec.managementPolicies of managed resources.")
+	fs.BoolVar(&o.safeStart, "safe-start", true, "Start each kind's controller only once its CRD is installed (Crossplane safe-start).")
+	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "crossplane-system"), "The provider's own namespace: leader election lease, and never reachable by managed resources.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.poll <= 0 || o.sync <= 0 || o.maxReconcileRate <= 0 {
+		return o, errors.New("--poll, --sync and --max-reconcile-rate must be positive")
+	}
+	return o, nil
+}
+
+func envOr(k, d string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return d
+}
+
+func main() {
+	o, err := parse(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "provider:", err)
+		os.Exit(2)
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "provider:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	zl := zap.New(zap.UseDevMode(o.debug))
+	log := logging.NewLogrLogger(zl.WithName("provider-clusterops"))
+	if o.debug {
+		ctrl.SetLogger(zl)
+	} else {
+		// controller-runtime is chatty at info level; our own logger says what matters.
+		ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	}
+	log.Info("Starting", "version", version.Version, "poll", o.poll.String(), "namespace", o.namespace)
+
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return errors.Wrap(err, "cannot get API server config: set KUBECONFIG or run in a cluster")
+	}
+	owned, err := labels.NewRequirement(immortalcontainer.LabelOwner, selection.Exists, nil)
+	if err != nil {
+		return errors.Wrap(err, "cannot build pod label selector")
+	}
+	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, o.maxReconcileRate), ctrl.Options{
+		Cache: cache.Options{
+			SyncPeriod:       &o.sync,
+			DefaultTransform: cache.TransformStripManagedFields(),
+			// Only pods the provider made are cached, not every pod in the cluster.
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Pod{}: {Label: labels.NewSelector().Add(*owned)},
+			},
+		},
+		Metrics:                    metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress:     o.healthAddr,
+		LeaderElection:             o.leaderElection,
+		LeaderElectionID:           "provider-clusterops",
+		LeaderElectionNamespace:    o.namespace,
+		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
+		LeaseDuration:              ptr(60 * time.Second),
+		RenewDeadline:              ptr(50 * time.Second),
+	})
+	if err != nil {
+		return errors.Wrap(err, "cannot create controller manager")
+	}
+	if err := apis.AddToScheme(mgr.GetScheme()); err != nil {
+		return errors.Wrap(err, "cannot add APIs to scheme")
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return errors.Wrap(err, "cannot add health check")
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return errors.Wrap(err, "cannot add ready check")
+	}
+
+	mrMetrics := managed.NewMRMetricRecorder()
+	stateMetrics := statemetrics.NewMRStateMetrics()
+	metrics.Registry.MustRegister(mrMetrics, stateMetrics)
+
+	co := controller.Options{
+		Logger:                  log,
+		MaxConcurrentReconciles: o.maxReconcileRate,
+		PollInterval:            o.poll,
+		GlobalRateLimiter:       ratelimiter.NewGlobal(o.maxReconcileRate),
+		Features:                &feature.Flags{},
+		MetricOptions: &controller.MetricOptions{
+			PollStateMetricInterval: 5 * time.Second,
+			MRMetrics:               mrMetrics,
+			MRStateMetrics:          stateMetrics,
+		},
+	}
+	if o.enableManagementPolicies {
+		co.Features.Enable(feature.EnableBetaManagementPolicies)
+	}
+	if err := mgr.Add(statemetrics.NewMRStateRecorder(mgr.GetClient(), log, stateMetrics, &workloadv1alpha1.ImmortalContainerList{}, co.MetricOptions.PollStateMetricInterval)); err != nil {
+		return errors.Wrap(err, "cannot add managed resource state metrics")
+	}
+
+	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), cfg, mgr.GetScheme(), target.WithProviderNamespace(o.namespace))
+	if o.safeStart {
+		co.Gate = new(gate.Gate[schema.GroupVersionKind])
+		if err := customresourcesgate.Setup(mgr, co); err != nil {
+			return errors.Wrap(err, "cannot set up safe-start gate")
+		}
+		if err := clusterops.SetupGated(mgr, co, r); err != nil {
+			return err
+		}
+	} else if err := clusterops.Setup(mgr, co, r); err != nil {
+		return err
+	}
+	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "cannot run controller manager")
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,174 @@
+// Package immortalcontainer keeps exactly one pod of an image running, and
+// creates it again whenever it ends or is deleted.
+package immortalcontainer
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/target"
+)
+
+// Setup adds the ImmortalContainer controller to mgr.
+func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+	name := managed.ControllerName(v1alpha1.ImmortalContainerGroupKind)
+	opts := []managed.ReconcilerOption{
+		managed.WithTypedExternalConnector[*v1alpha1.ImmortalContainer](&target.Connector[*v1alpha1.ImmortalContainer]{
+			Resolver: r,
+			NewClient: func(c *target.Cluster, _ *v1alpha1.ImmortalContainer) managed.TypedExternalClient[*v1alpha1.ImmortalContainer] {
+				return &external{cluster: c}
+			},
+		}),
+		managed.WithLogger(o.Logger.WithValues("controller", name)),
+		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
+		managed.WithPollInterval(o.PollInterval),
+	}
+	if o.Features.Enabled(feature.EnableBetaManagementPolicies) {
+		opts = append(opts, managed.WithManagementPolicies())
+	}
+	if o.MetricOptions != nil {
+		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
+	}
+	rec := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.ImmortalContainerGroupVersionKind), opts...)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(o.ForControllerRuntime()).
+		For(&v1alpha1.ImmortalContainer{}, builder.WithPredicates(resource.DesiredStateChanged())).
+		// A pod that ends or goes away is replaced on the event, not at the next poll.
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner)).
+		Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(rec), o.GlobalRateLimiter))
+}
+
+func podOwner(_ context.Context, o client.Object) []reconcile.Request {
+	n, ok := o.GetLabels()[LabelOwner]
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
+}
+
+type external struct {
+	cluster *target.Cluster
+	now     func() metav1.Time
+}
+
+func (e *external) timeNow() metav1.Time {
+	if e.now != nil {
+		return e.now()
+	}
+	return metav1.Now()
+}
+
+func (e *external) get(ctx context.Context, ic *v1alpha1.ImmortalContainer) (*corev1.Pod, error) {
+	pod := &corev1.Pod{}
+	err := e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: ic.GetNamespace(), Name: PodName(ic)}, pod)
+	if kerrors.IsNotFound(err) {
+		return nil, nil
+	}
+	return pod, errors.Wrapf(err, "cannot get pod %q", PodName(ic))
+}
+
+func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalObservation, error) {
+	pod, err := e.get(ctx, ic)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if pod == nil {
+		ic.Status.AtProvider.CurrentPod = ""
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+	if !ownedBy(pod, ic) {
+		return managed.ExternalObservation{}, errors.Errorf("pod %q exists but was not created by this ImmortalContainer; delete or rename it", pod.GetName())
+	}
+	ic.Status.AtProvider.CurrentPod = pod.GetName()
+	switch {
+	case terminating(pod):
+		// It is going away; its deletion event brings us back to create the next one.
+		ic.SetConditions(xpv2.Unavailable().WithMessage("pod is terminating"))
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	case ended(pod):
+		// An ended pod never runs again: report it as gone so Create replaces it.
+		ic.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("pod ended with phase %s", pod.Status.Phase)))
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	case running(pod):
+		ic.SetConditions(xpv2.Available())
+	default:
+		ic.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("pod is %s", pod.Status.Phase)))
+	}
+	upToDate := pod.GetAnnotations()[annotationSpecHash] == specHash(ic.Spec.ForProvider)
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate}, nil
+}
+
+func terminating(pod *corev1.Pod) bool { return pod.GetDeletionTimestamp() != nil }
+
+func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalCreation, error) {
+	pod, err := e.get(ctx, ic)
+	if err != nil {
+		return managed.ExternalCreation{}, err
+	}
+	if pod != nil {
+		// An ended pod of ours still holds the name: remove it first. Its
+		// deletion event brings us back to create the next one.
+		return managed.ExternalCreation{}, e.deletePod(ctx, pod)
+	}
+	ic.SetConditions(xpv2.Creating())
+	err = e.cluster.Client.Create(ctx, desiredPod(ic, e.cluster.Local))
+	if kerrors.IsAlreadyExists(err) {
+		// Someone made it between our read and our write; the next observation decides.
+		return managed.ExternalCreation{}, nil
+	}
+	if err != nil {
+		return managed.ExternalCreation{}, errors.Wrapf(err, "cannot create pod %q", PodName(ic))
+	}
+	ic.Status.AtProvider.CurrentPod = PodName(ic)
+	recordStart(&ic.Status.AtProvider, e.timeNow())
+	return managed.ExternalCreation{}, nil
+}
+
+// Update replaces a pod whose parameters changed: most pod fields cannot change
+// in place, and the replacement is created on the deletion event.
+func (e *external) Update(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalUpdate, error) {
+	pod, err := e.get(ctx, ic)
+	if err != nil || pod == nil {
+		return managed.ExternalUpdate{}, err
+	}
+	return managed.ExternalUpdate{}, e.deletePod(ctx, pod)
+}
+
+func (e *external) Delete(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalDelete, error) {
+	ic.SetConditions(xpv2.Deleting())
+	pod, err := e.get(ctx, ic)
+	if err != nil || pod == nil || !ownedBy(pod, ic) {
+		return managed.ExternalDelete{}, err
+	}
+	return managed.ExternalDelete{}, e.deletePod(ctx, pod)
+}
+
+func (e *external) deletePod(ctx context.Context, pod *corev1.Pod) error {
+	// The UID precondition makes sure we delete the pod we looked at, not a successor.
+	err := e.cluster.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
+	return errors.Wrapf(resource.IgnoreNotFound(err), "cannot delete pod %q", pod.GetName())
+}
+
+func (e *external) Disconnect(context.Context) error { return nil }

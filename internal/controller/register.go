@@ -1,0 +1,62 @@
+// Package controller sets up the controllers of every kind.
+package controller
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/controller/config"
+	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
+	"github.com/clusterops/provider-clusterops/internal/target"
+)
+
+// Setup adds the controllers of every kind to mgr at once.
+func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+	for _, k := range kinds(r) {
+		if err := k.setup(mgr, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetupGated adds each kind's controller once its CRDs are installed
+// (Crossplane's safe-start), so that a package whose CRDs are not yet
+// established does not crash the provider.
+func SetupGated(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+	if o.Gate == nil {
+		return errors.New("safe-start needs a gate")
+	}
+	for _, k := range kinds(r) {
+		o.Gate.Register(func() {
+			if err := k.setup(mgr, o); err != nil {
+				mgr.GetLogger().Error(err, "cannot set up controller", "kind", k.gvks)
+			}
+		}, k.gvks...)
+	}
+	return nil
+}
+
+type kind struct {
+	gvks  []schema.GroupVersionKind
+	setup func(ctrl.Manager, controller.Options) error
+}
+
+func kinds(r *target.Resolver) []kind {
+	return []kind{
+		{
+			gvks:  []schema.GroupVersionKind{v1alpha1.ProviderConfigGroupVersionKind, v1alpha1.ClusterProviderConfigGroupVersionKind, v1alpha1.ProviderConfigUsageGroupVersionKind},
+			setup: config.Setup,
+		},
+		{
+			gvks:  []schema.GroupVersionKind{workloadv1alpha1.ImmortalContainerGroupVersionKind},
+			setup: func(m ctrl.Manager, o controller.Options) error { return immortalcontainer.Setup(m, o, r) },
+		},
+	}
+}

@@ -1,0 +1,50 @@
+// Package target resolves the cluster a managed resource acts on: it reads the
+// managed resource's ProviderConfig or ClusterProviderConfig, tracks the usage,
+// and hands out target-cluster clients that are built once per config and
+// credential version and then reused.
+package target
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/clusterops/provider-clusterops/internal/reach"
+)
+
+// A Cluster is the cluster a managed resource acts on, as its config says.
+type Cluster struct {
+	// Client talks to the target cluster. It reads from the API server, not
+	// from a cache: kinds that need watches set up their own narrow informers.
+	Client client.Client
+
+	// Config is the REST config of the target cluster.
+	Config *rest.Config
+
+	// Local is true when the target is the cluster the provider runs in, so
+	// owner references from managed resources to the objects they create work.
+	Local bool
+
+	// Reach decides which namespaces the managed resource may act in.
+	Reach reach.Policy
+}
+
+// CheckNamespace returns nil when a managed resource in namespace own may act in
+// namespace ns of the target cluster, and a *reach.OutOfReachError otherwise. It
+// reads the namespace's labels only when the policy needs them.
+func (c *Cluster) CheckNamespace(ctx context.Context, own, ns string) error {
+	var lbls map[string]string
+	if ns != own && c.Reach.NeedsLabels() {
+		n := &corev1.Namespace{}
+		if err := c.Client.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
+			return errors.Wrapf(err, "cannot get namespace %q to check reach", ns)
+		}
+		lbls = n.GetLabels()
+	}
+	return c.Reach.Check(own, ns, lbls)
+}

@@ -1,0 +1,276 @@
+package target
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/reach"
+	"github.com/clusterops/provider-clusterops/internal/version"
+)
+
+// DefaultSecretRecheck is how long a client built from a kubeconfig Secret is
+// reused before the Secret is read again to see whether it was rotated. A change
+// of the config itself is seen at once.
+const DefaultSecretRecheck = time.Minute
+
+// A Resolver resolves managed resources to the cluster they act on.
+type Resolver struct {
+	kube    client.Client // control plane; reads configs from the manager's cache
+	secrets client.Reader // reads kubeconfig Secrets uncached, so no Secret informer is started
+	usage   resource.ModernTracker
+	local   *rest.Config
+	scheme  *runtime.Scheme
+
+	providerNamespace string
+	recheck           time.Duration
+	now               func() time.Time
+
+	mu       sync.Mutex
+	localCli client.Client
+	remote   map[string]*remoteEntry // by config kind/namespace/name
+}
+
+type remoteEntry struct {
+	uid        types.UID
+	generation int64
+	digest     [sha256.Size]byte
+	checked    time.Time
+	cluster    *Cluster
+}
+
+// An Option configures a Resolver.
+type Option func(*Resolver)
+
+// WithSecretRecheck sets how long a kubeconfig-based client is reused before
+// its Secret is read again.
+func WithSecretRecheck(d time.Duration) Option { return func(r *Resolver) { r.recheck = d } }
+
+// WithProviderNamespace sets the provider's own namespace, which no managed
+// resource may reach into.
+func WithProviderNamespace(ns string) Option { return func(r *Resolver) { r.providerNamespace = ns } }
+
+// NewResolver returns a Resolver. kube is the control-plane client (configs are
+// read through it), secrets an uncached reader for kubeconfig Secrets, local the
+// provider's own REST config (InjectedIdentity).
+func NewResolver(kube client.Client, secrets client.Reader, local *rest.Config, s *runtime.Scheme, o ...Option) *Resolver {
+	r := &Resolver{
+		kube:    kube,
+		secrets: secrets,
+		usage:   resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{}),
+		local:   local,
+		scheme:  s,
+		recheck: DefaultSecretRecheck,
+		now:     time.Now,
+		remote:  map[string]*remoteEntry{},
+	}
+	for _, fn := range o {
+		fn(r)
+	}
+	return r
+}
+
+// resolvedConfig is what a managed resource's config says, whichever its kind.
+type resolvedConfig struct {
+	object    metav1.Object
+	display   string
+	source    string
+	secretRef *types.NamespacedName
+	secretKey string
+	reach     reach.Policy
+}
+
+// Resolve tracks that mg uses its config and returns the cluster it acts on.
+func (r *Resolver) Resolve(ctx context.Context, mg resource.ModernManaged) (*Cluster, error) {
+	if err := r.usage.Track(ctx, mg); err != nil {
+		return nil, errors.Wrap(err, "cannot track ProviderConfig usage")
+	}
+	rc, err := r.config(ctx, mg)
+	if err != nil {
+		return nil, err
+	}
+	switch rc.source {
+	case string(v1alpha1.CredentialsSourceInjectedIdentity):
+		c, err := r.localClient()
+		if err != nil {
+			return nil, err
+		}
+		return &Cluster{Client: c, Config: r.local, Local: true, Reach: rc.reach}, nil
+	case string(v1alpha1.CredentialsSourceSecret):
+		return r.remoteCluster(ctx, rc)
+	default:
+		return nil, errors.Errorf("%s has unsupported credentials source %q", rc.display, rc.source)
+	}
+}
+
+func (r *Resolver) config(ctx context.Context, mg resource.ModernManaged) (*resolvedConfig, error) {
+	ref := mg.GetProviderConfigReference()
+	if ref == nil || ref.Name == "" {
+		return nil, errors.New("spec.providerConfigRef is not set")
+	}
+	switch ref.Kind {
+	case v1alpha1.ProviderConfigKind:
+		pc := &v1alpha1.ProviderConfig{}
+		display := fmt.Sprintf("ProviderConfig %q in namespace %q", ref.Name, mg.GetNamespace())
+		if err := r.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, pc); err != nil {
+			return nil, notFoundOr(err, display)
+		}
+		rc := &resolvedConfig{
+			object:  pc,
+			display: display,
+			source:  string(pc.Spec.Credentials.Source),
+			// A namespaced config never grants reach beyond its own namespace.
+			reach: reach.Policy{Config: fmt.Sprintf("ProviderConfig %q", ref.Name), ProviderNamespace: r.providerNamespace},
+		}
+		if s := pc.Spec.Credentials.SecretRef; s != nil {
+			rc.secretRef = &types.NamespacedName{Namespace: pc.GetNamespace(), Name: s.Name}
+			rc.secretKey = s.Key
+		}
+		return rc, nil
+	case v1alpha1.ClusterProviderConfigKind:
+		cpc := &v1alpha1.ClusterProviderConfig{}
+		display := fmt.Sprintf("ClusterProviderConfig %q", ref.Name)
+		if err := r.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, cpc); err != nil {
+			return nil, notFoundOr(err, display)
+		}
+		p, err := policyOf(display, cpc.Spec.Reach, r.providerNamespace)
+		if err != nil {
+			return nil, err
+		}
+		rc := &resolvedConfig{object: cpc, display: display, source: string(cpc.Spec.Credentials.Source), reach: p}
+		if s := cpc.Spec.Credentials.SecretRef; s != nil {
+			rc.secretRef = &types.NamespacedName{Namespace: s.Namespace, Name: s.Name}
+			rc.secretKey = s.Key
+		}
+		return rc, nil
+	default:
+		return nil, errors.Errorf("spec.providerConfigRef.kind %q is not supported: use ProviderConfig or ClusterProviderConfig", ref.Kind)
+	}
+}
+
+func notFoundOr(err error, display string) error {
+	if kerrors.IsNotFound(err) {
+		return errors.Errorf("%s does not exist: create it, or point spec.providerConfigRef at one that does", display)
+	}
+	return errors.Wrapf(err, "cannot get %s", display)
+}
+
+// policyOf turns a ClusterProviderConfig's reach into a Policy.
+func policyOf(display string, rc *v1alpha1.Reach, providerNamespace string) (reach.Policy, error) {
+	p := reach.Policy{Config: display, Denied: reach.DefaultDenied, ProviderNamespace: providerNamespace}
+	if rc == nil {
+		return p, nil
+	}
+	p.Namespaces = rc.Namespaces
+	if rc.DeniedNamespaces != nil {
+		p.Denied = rc.DeniedNamespaces
+	}
+	if rc.NamespaceSelector != nil {
+		s, err := metav1.LabelSelectorAsSelector(rc.NamespaceSelector)
+		if err != nil {
+			return p, errors.Wrapf(err, "%s has an invalid reach.namespaceSelector", display)
+		}
+		p.Selector = s
+	}
+	return p, nil
+}
+
+func (r *Resolver) localClient() (client.Client, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.localCli != nil {
+		return r.localCli, nil
+	}
+	c, err := newClient(r.local, r.scheme)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create a client for the provider's own cluster")
+	}
+	r.localCli = c
+	return c, nil
+}
+
+// remoteCluster returns the cached client of a kubeconfig-based config, reading
+// the Secret again only when the config changed or the recheck interval passed,
+// and building a new client only when the kubeconfig itself changed.
+func (r *Resolver) remoteCluster(ctx context.Context, rc *resolvedConfig) (*Cluster, error) {
+	if rc.secretRef == nil || rc.secretKey == "" {
+		return nil, errors.Errorf("%s uses credentials source Secret but sets no credentials.secretRef", rc.display)
+	}
+	key := rc.display
+	uid, gen := rc.object.GetUID(), rc.object.GetGeneration()
+
+	r.mu.Lock()
+	e := r.remote[key]
+	if e != nil && e.uid == uid && e.generation == gen && r.now().Sub(e.checked) < r.recheck {
+		c := *e.cluster
+		r.mu.Unlock()
+		c.Reach = rc.reach
+		return &c, nil
+	}
+	r.mu.Unlock()
+
+	kubeconfig, err := r.kubeconfig(ctx, rc)
+	if err != nil {
+		return nil, err
+	}
+	digest := sha256.Sum256(kubeconfig)
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e = r.remote[key]; e != nil && e.digest == digest {
+		e.uid, e.generation, e.checked = uid, gen, r.now()
+		c := *e.cluster
+		c.Reach = rc.reach
+		return &c, nil
+	}
+	// Errors from parsing are not wrapped: they may quote the Secret's content.
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		return nil, errors.Errorf("key %q of Secret %s (used by %s) does not hold a valid kubeconfig", rc.secretKey, rc.secretRef, rc.display)
+	}
+	cli, err := newClient(cfg, r.scheme)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot create a client from the kubeconfig of %s", rc.display)
+	}
+	cl := &Cluster{Client: cli, Config: cfg}
+	r.remote[key] = &remoteEntry{uid: uid, generation: gen, digest: digest, checked: r.now(), cluster: cl}
+	c := *cl
+	c.Reach = rc.reach
+	return &c, nil
+}
+
+func (r *Resolver) kubeconfig(ctx context.Context, rc *resolvedConfig) ([]byte, error) {
+	s := &corev1.Secret{}
+	if err := r.secrets.Get(ctx, *rc.secretRef, s); err != nil {
+		if kerrors.IsNotFound(err) {
+			return nil, errors.Errorf("Secret %s named in credentials.secretRef of %s does not exist", rc.secretRef, rc.display)
+		}
+		return nil, errors.Wrapf(err, "cannot get Secret %s named in credentials.secretRef of %s", rc.secretRef, rc.display)
+	}
+	data, ok := s.Data[rc.secretKey]
+	if !ok || len(data) == 0 {
+		return nil, errors.Errorf("Secret %s has no key %q, which credentials.secretRef of %s names", rc.secretRef, rc.secretKey, rc.display)
+	}
+	return data, nil
+}
+
+func newClient(cfg *rest.Config, s *runtime.Scheme) (client.Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = "provider-clusterops/" + version.Version
+	return client.New(cfg, client.Options{Scheme: s})
+}
