@@ -40,6 +40,10 @@ type Policy struct {
 type OutOfReachError struct {
 	Namespace string
 	Reason    string
+
+	// Unmatched is true when the namespace is refused only because no grant
+	// matched it; with its labels, a selector might still match.
+	Unmatched bool
 }
 
 func (e *OutOfReachError) Error() string {
@@ -84,7 +88,8 @@ func (p Policy) Check(own, ns string, nsLabels map[string]string) error {
 	if p.NeedsLabels() && p.Selector.Matches(labels.Set(nsLabels)) {
 		return nil
 	}
-	return deny("it matches neither reach.namespaces nor reach.namespaceSelector of %s", p.Config)
+	e := &OutOfReachError{Namespace: ns, Reason: fmt.Sprintf("it matches neither reach.namespaces nor reach.namespaceSelector of %s", p.Config), Unmatched: true}
+	return e
 }
 
 // matchAny returns the first pattern that matches name. Namespace names hold no

@@ -38,13 +38,14 @@ type Cluster struct {
 // namespace ns of the target cluster, and a *reach.OutOfReachError otherwise. It
 // reads the namespace's labels only when the policy needs them.
 func (c *Cluster) CheckNamespace(ctx context.Context, own, ns string) error {
-	var lbls map[string]string
-	if ns != own && c.Reach.NeedsLabels() {
-		n := &corev1.Namespace{}
-		if err := c.Client.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
-			return errors.Wrapf(err, "cannot get namespace %q to check reach", ns)
-		}
-		lbls = n.GetLabels()
+	err := c.Reach.Check(own, ns, nil)
+	var oor *reach.OutOfReachError
+	if err == nil || !c.Reach.NeedsLabels() || !errors.As(err, &oor) || !oor.Unmatched {
+		return err
 	}
-	return c.Reach.Check(own, ns, lbls)
+	n := &corev1.Namespace{}
+	if err := c.Client.Get(ctx, types.NamespacedName{Name: ns}, n); err != nil {
+		return errors.Wrapf(err, "cannot get namespace %q to check reach", ns)
+	}
+	return c.Reach.Check(own, ns, n.GetLabels())
 }

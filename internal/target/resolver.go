@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
@@ -97,6 +98,15 @@ type resolvedConfig struct {
 
 // Resolve tracks that mg uses its config and returns the cluster it acts on.
 func (r *Resolver) Resolve(ctx context.Context, mg resource.ModernManaged) (*Cluster, error) {
+	// The usage records the managed resource's kind, which typed objects read
+	// through a client do not always carry.
+	if mg.GetObjectKind().GroupVersionKind().Empty() {
+		gvk, err := apiutil.GVKForObject(mg, r.scheme)
+		if err != nil {
+			return nil, errors.Wrap(err, "cannot determine the managed resource's kind")
+		}
+		mg.GetObjectKind().SetGroupVersionKind(gvk)
+	}
 	if err := r.usage.Track(ctx, mg); err != nil {
 		return nil, errors.Wrap(err, "cannot track ProviderConfig usage")
 	}

@@ -1,0 +1,298 @@
+package target_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/reach"
+	. "github.com/clusterops/provider-clusterops/internal/target"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+// control is the control plane (CRDs installed); remote a second API server
+// reached through a kubeconfig Secret.
+var control, remote *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		var err error
+		if control, err = testenv.Start(true); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer control.Stop() //nolint:errcheck // Best effort at exit.
+		if remote, err = testenv.Start(false); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer remote.Stop() //nolint:errcheck // Best effort at exit.
+		return m.Run()
+	}())
+}
+
+func create(t *testing.T, c client.Client, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := c.Create(context.Background(), o); err != nil {
+			t.Fatalf("cannot create %T %s: %v", o, o.GetName(), err)
+		}
+		t.Cleanup(func() { _ = c.Delete(context.Background(), o) })
+	}
+}
+
+func mr(ns string, ref *xpv2.ProviderConfigReference) *workloadv1alpha1.ImmortalContainer {
+	ic := &workloadv1alpha1.ImmortalContainer{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "ic-", Namespace: ns},
+		Spec:       workloadv1alpha1.ImmortalContainerSpec{ForProvider: workloadv1alpha1.ImmortalContainerParameters{Image: "nginx"}},
+	}
+	ic.Spec.ProviderConfigReference = ref
+	return ic
+}
+
+func newResolver(o ...Option) *Resolver {
+	return NewResolver(control.Client, control.Client, control.Config, control.Scheme, append([]Option{WithProviderNamespace(testenv.ProviderNamespace)}, o...)...)
+}
+
+// canary creates a namespace only in the remote cluster, so a client that
+// finds it is proven to talk to the remote cluster.
+func canary(t *testing.T) string {
+	t.Helper()
+	return remote.Namespace(t, "only-remote", nil)
+}
+
+func TestResolveCredentialSources(t *testing.T) {
+	ctx := context.Background()
+	ns := control.Namespace(t, "apps", nil)
+	only := canary(t)
+	kc, err := remote.Kubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	create(t, control.Client,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "remote-kubeconfig", Namespace: ns}, Data: map[string][]byte{"kubeconfig": kc}},
+		&v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: ns}, Spec: v1alpha1.ProviderConfigSpec{Credentials: v1alpha1.LocalCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity}}},
+		&v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "remote", Namespace: ns}, Spec: v1alpha1.ProviderConfigSpec{Credentials: v1alpha1.LocalCredentials{
+			Source: v1alpha1.CredentialsSourceSecret, SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "remote-kubeconfig"}, Key: "kubeconfig"}}}},
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "remote-" + ns}, Spec: v1alpha1.ClusterProviderConfigSpec{Credentials: v1alpha1.ClusterCredentials{
+			Source: v1alpha1.CredentialsSourceSecret, SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Name: "remote-kubeconfig", Namespace: ns}, Key: "kubeconfig"}}}},
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "local-" + ns}, Spec: v1alpha1.ClusterProviderConfigSpec{Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity}}},
+	)
+
+	cases := map[string]struct {
+		reason     string
+		ref        xpv2.ProviderConfigReference
+		wantRemote bool
+	}{
+		"ProviderConfigInjectedIdentity":        {reason: "A namespaced config with InjectedIdentity acts on the provider's own cluster.", ref: xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "local"}},
+		"ProviderConfigSecret":                  {reason: "A namespaced config with a kubeconfig Secret acts on the remote cluster.", ref: xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "remote"}, wantRemote: true},
+		"ClusterProviderConfigInjectedIdentity": {reason: "A cluster config with InjectedIdentity acts on the provider's own cluster.", ref: xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "local-" + ns}},
+		"ClusterProviderConfigSecret":           {reason: "A cluster config with a kubeconfig Secret acts on the remote cluster.", ref: xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "remote-" + ns}, wantRemote: true},
+	}
+	r := newResolver()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := mr(ns, &tc.ref)
+			create(t, control.Client, m)
+			c, err := r.Resolve(ctx, m)
+			if err != nil {
+				t.Fatalf("\n%s\nResolve(...): %v", tc.reason, err)
+			}
+			err = c.Client.Get(ctx, types.NamespacedName{Name: only}, &corev1.Namespace{})
+			if diff := cmp.Diff(tc.wantRemote, err == nil); diff != "" {
+				t.Errorf("\n%s\nfound remote-only namespace: -want, +got:\n%s (err: %v)", tc.reason, diff, err)
+			}
+			if diff := cmp.Diff(!tc.wantRemote, c.Local); diff != "" {
+				t.Errorf("\n%s\nLocal: -want, +got:\n%s", tc.reason, diff)
+			}
+			// The usage is tracked, so the config cannot be deleted while in use.
+			pcu := &v1alpha1.ProviderConfigUsage{}
+			if err := control.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: string(m.GetUID())}, pcu); err != nil {
+				t.Errorf("\n%s\nno ProviderConfigUsage: %v", tc.reason, err)
+			} else if diff := cmp.Diff(tc.ref, pcu.ProviderConfigReference); diff != "" {
+				t.Errorf("\n%s\nProviderConfigUsage ref: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestClientsAreReused(t *testing.T) {
+	ctx := context.Background()
+	ns := control.Namespace(t, "reuse", nil)
+	only := canary(t)
+	kc, err := remote.Kubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "kc", Namespace: ns}, Data: map[string][]byte{"kubeconfig": kc}}
+	create(t, control.Client, secret,
+		&v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "remote", Namespace: ns}, Spec: v1alpha1.ProviderConfigSpec{Credentials: v1alpha1.LocalCredentials{
+			Source: v1alpha1.CredentialsSourceSecret, SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "kc"}, Key: "kubeconfig"}}}},
+		&v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "local", Namespace: ns}, Spec: v1alpha1.ProviderConfigSpec{Credentials: v1alpha1.LocalCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity}}},
+	)
+	m := mr(ns, &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "remote"})
+	l := mr(ns, &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "local"})
+	create(t, control.Client, m, l)
+
+	// Recheck at once, so every Resolve reads the Secret: the client must still
+	// be reused while the kubeconfig is unchanged.
+	r := newResolver(WithSecretRecheck(0))
+	first, err := r.Resolve(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := r.Resolve(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Client != second.Client {
+		t.Errorf("Resolve built a new client for an unchanged kubeconfig")
+	}
+	l1, _ := r.Resolve(ctx, l)
+	l2, _ := r.Resolve(ctx, l)
+	if l1 == nil || l2 == nil || l1.Client != l2.Client {
+		t.Errorf("Resolve built a new client for the provider's own identity")
+	}
+
+	// A rotated kubeconfig (here: one for the control plane) gives a new client.
+	ckc, err := control.Kubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret.Data["kubeconfig"] = ckc
+	if err := control.Client.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	third, err := r.Resolve(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if third.Client == second.Client {
+		t.Errorf("Resolve kept the client of a rotated kubeconfig")
+	}
+	if err := third.Client.Get(ctx, types.NamespacedName{Name: only}, &corev1.Namespace{}); err == nil {
+		t.Errorf("the new client still talks to the old cluster")
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	ctx := context.Background()
+	ns := control.Namespace(t, "errors", nil)
+	const marker = "SECRET-MARKER-5b1c"
+	create(t, control.Client,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "garbage", Namespace: ns}, Data: map[string][]byte{"kubeconfig": []byte("apiVersion: v1\nclusters: " + marker + "\n  - [")}},
+		&v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "garbage", Namespace: ns}, Spec: v1alpha1.ProviderConfigSpec{Credentials: v1alpha1.LocalCredentials{
+			Source: v1alpha1.CredentialsSourceSecret, SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "garbage"}, Key: "kubeconfig"}}}},
+		&v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "nosecret", Namespace: ns}, Spec: v1alpha1.ProviderConfigSpec{Credentials: v1alpha1.LocalCredentials{
+			Source: v1alpha1.CredentialsSourceSecret, SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "absent"}, Key: "kubeconfig"}}}},
+		&v1alpha1.ProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "nokey", Namespace: ns}, Spec: v1alpha1.ProviderConfigSpec{Credentials: v1alpha1.LocalCredentials{
+			Source: v1alpha1.CredentialsSourceSecret, SecretRef: &xpv2.LocalSecretKeySelector{LocalSecretReference: xpv2.LocalSecretReference{Name: "garbage"}, Key: "other"}}}},
+	)
+	cases := map[string]struct {
+		reason string
+		ref    *xpv2.ProviderConfigReference
+		want   string
+	}{
+		"MissingClusterProviderConfig": {
+			reason: "A missing config is named, with what to do.",
+			ref:    &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "absent"},
+			want:   `ClusterProviderConfig "absent" does not exist: create it, or point spec.providerConfigRef at one that does`,
+		},
+		"MissingProviderConfig": {
+			reason: "A missing namespaced config names its namespace.",
+			ref:    &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "absent"},
+			want:   fmt.Sprintf(`ProviderConfig "absent" in namespace %q does not exist: create it, or point spec.providerConfigRef at one that does`, ns),
+		},
+		"MissingSecret": {
+			reason: "A kubeconfig Secret that does not exist is named.",
+			ref:    &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "nosecret"},
+			want:   fmt.Sprintf(`Secret %s/absent named in credentials.secretRef of ProviderConfig "nosecret" in namespace %q does not exist`, ns, ns),
+		},
+		"MissingKey": {
+			reason: "A missing key is named.",
+			ref:    &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "nokey"},
+			want:   fmt.Sprintf(`Secret %s/garbage has no key "other", which credentials.secretRef of ProviderConfig "nokey" in namespace %q names`, ns, ns),
+		},
+		"GarbageKubeconfig": {
+			reason: "An invalid kubeconfig is reported without quoting the Secret.",
+			ref:    &xpv2.ProviderConfigReference{Kind: "ProviderConfig", Name: "garbage"},
+			want:   fmt.Sprintf(`key "kubeconfig" of Secret %s/garbage (used by ProviderConfig "garbage" in namespace %q) does not hold a valid kubeconfig`, ns, ns),
+		},
+		"UnknownKind": {
+			reason: "An unknown config kind is refused with the kinds that work.",
+			ref:    &xpv2.ProviderConfigReference{Kind: "Other", Name: "x"},
+			want:   `spec.providerConfigRef.kind "Other" is not supported: use ProviderConfig or ClusterProviderConfig`,
+		},
+	}
+	r := newResolver()
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m := mr(ns, tc.ref)
+			create(t, control.Client, m)
+			_, err := r.Resolve(ctx, m)
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("\n%s\nResolve(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if strings.Contains(got, marker) {
+				t.Errorf("\n%s\nerror leaks Secret data: %s", tc.reason, got)
+			}
+		})
+	}
+}
+
+func TestCheckNamespaceReadsLabels(t *testing.T) {
+	ctx := context.Background()
+	own := control.Namespace(t, "own", nil)
+	labelled := control.Namespace(t, "labelled", map[string]string{"clusterops.io/reachable": "true"})
+	plain := control.Namespace(t, "plain", nil)
+	create(t, control.Client, &v1alpha1.ClusterProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "reach-" + own},
+		Spec: v1alpha1.ClusterProviderConfigSpec{
+			Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity},
+			Reach:       &v1alpha1.Reach{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"clusterops.io/reachable": "true"}}},
+		},
+	})
+	m := mr(own, &xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "reach-" + own})
+	create(t, control.Client, m)
+	c, err := newResolver().Resolve(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		ns      string
+		allowed bool
+	}{
+		"Own":               {ns: own, allowed: true},
+		"Labelled":          {ns: labelled, allowed: true},
+		"Plain":             {ns: plain, allowed: false},
+		"KubeSystem":        {ns: "kube-system", allowed: false},
+		"ProviderNamespace": {ns: testenv.ProviderNamespace, allowed: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := c.CheckNamespace(ctx, own, tc.ns)
+			if tc.allowed != (err == nil) {
+				t.Errorf("CheckNamespace(%q): allowed=%v, want %v (err: %v)", tc.ns, err == nil, tc.allowed, err)
+			}
+			if err != nil && !reach.IsOutOfReach(err) {
+				t.Errorf("CheckNamespace(%q): want an OutOfReachError, got %v", tc.ns, err)
+			}
+		})
+	}
+}

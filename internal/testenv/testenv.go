@@ -1,0 +1,186 @@
+// Package testenv starts a real API server (envtest, with the kube-apiserver
+// and etcd built by cluster/local/build-tools.sh) with the provider's CRDs from
+// package/crds, runs the provider's controllers in-process, and offers polling
+// assertions for integration tests.
+package testenv
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+
+	"github.com/clusterops/provider-clusterops/apis"
+	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
+	"github.com/clusterops/provider-clusterops/internal/target"
+)
+
+// ProviderNamespace is the namespace the in-process provider believes it runs in.
+const ProviderNamespace = "crossplane-system"
+
+// An Env is a running API server with the provider's CRDs installed.
+type Env struct {
+	env    *envtest.Environment
+	Config *rest.Config
+	Client client.Client
+	Scheme *kruntime.Scheme
+}
+
+// RepoRoot is the root of this repository.
+func RepoRoot() string {
+	_, f, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(f), "..", "..")
+}
+
+// Scheme returns a scheme with the Kubernetes and provider types.
+func Scheme() (*kruntime.Scheme, error) {
+	s := kruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, apis.AddToScheme(s)
+}
+
+// assets finds the directory of kube-apiserver and etcd: KUBEBUILDER_ASSETS, or
+// the cache that cluster/local/build-tools.sh fills.
+func assets() (string, error) {
+	if d := os.Getenv("KUBEBUILDER_ASSETS"); d != "" {
+		return d, nil
+	}
+	out, err := exec.Command(filepath.Join(RepoRoot(), "cluster", "local", "build-tools.sh"), "envtest-dir").Output()
+	if err != nil {
+		return "", errors.Wrap(err, "cannot find the envtest binaries")
+	}
+	d := strings.TrimSpace(string(out))
+	if _, err := os.Stat(filepath.Join(d, "kube-apiserver")); err != nil {
+		return "", errors.Errorf("no kube-apiserver in %s: run `make tools` (or `make test`, which builds it) first", d)
+	}
+	return d, nil
+}
+
+// Start starts an API server. installCRDs installs package/crds, failing when
+// the folder is missing.
+func Start(installCRDs bool) (*Env, error) {
+	dir, err := assets()
+	if err != nil {
+		return nil, err
+	}
+	s, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	e := &envtest.Environment{
+		BinaryAssetsDirectory:    dir,
+		Scheme:                   s,
+		ControlPlaneStartTimeout: time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	if installCRDs {
+		e.CRDDirectoryPaths = []string{filepath.Join(RepoRoot(), "package", "crds")}
+		e.ErrorIfCRDPathMissing = true
+	}
+	cfg, err := e.Start()
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot start envtest")
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		_ = e.Stop()
+		return nil, errors.Wrap(err, "cannot create client")
+	}
+	return &Env{env: e, Config: cfg, Client: c, Scheme: s}, nil
+}
+
+// Stop stops the API server.
+func (e *Env) Stop() error { return e.env.Stop() }
+
+// Kubeconfig returns a kubeconfig for an admin user of this API server.
+func (e *Env) Kubeconfig() ([]byte, error) {
+	u, err := e.env.AddUser(envtest.User{Name: "remote-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot add envtest user")
+	}
+	return u.KubeConfig()
+}
+
+// RunProvider runs the provider's controllers against the Env until ctx ends,
+// as cmd/provider does but without safe-start gating (the CRDs are already
+// installed). poll is the safety-net poll interval.
+func (e *Env) RunProvider(ctx context.Context, t testing.TB, poll time.Duration) *target.Resolver {
+	t.Helper()
+	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	if err != nil {
+		t.Fatalf("cannot create manager: %v", err)
+	}
+	o := controller.Options{
+		Logger:                  logging.NewNopLogger(),
+		MaxConcurrentReconciles: 5,
+		PollInterval:            poll,
+		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
+		Features:                &feature.Flags{},
+	}
+	o.Features.Enable(feature.EnableBetaManagementPolicies)
+	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), e.Config, e.Scheme, target.WithProviderNamespace(ProviderNamespace))
+	if err := clusterops.Setup(mgr, o, r); err != nil {
+		t.Fatalf("cannot set up controllers: %v", err)
+	}
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager stopped: %v", err)
+		}
+	}()
+	return r
+}
+
+// Namespace creates a namespace with a unique name starting with prefix and
+// the given labels, and deletes it when the test ends.
+func (e *Env) Namespace(t testing.TB, prefix string, lbls map[string]string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: lbls}}
+	if err := e.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("cannot create namespace: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(context.Background(), ns) })
+	return ns.GetName()
+}
+
+// Eventually polls cond every 50ms until it returns true, failing the test with
+// what the last call said when timeout passes. cond's error is not fatal: it is
+// the reason the condition does not hold yet.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		last = err
+		return ok && err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
+	}
+}
