@@ -34,7 +34,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"github.com/clusterops/provider-clusterops/apis"
-	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
 	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
 	"github.com/clusterops/provider-clusterops/internal/target"
@@ -166,9 +165,6 @@ func run(o options) error {
 	}
 	if o.enableManagementPolicies {
 		co.Features.Enable(feature.EnableBetaManagementPolicies)
-	}
-	if err := mgr.Add(statemetrics.NewMRStateRecorder(mgr.GetClient(), log, stateMetrics, &workloadv1alpha1.ImmortalContainerList{}, co.MetricOptions.PollStateMetricInterval)); err != nil {
-		return errors.Wrap(err, "cannot add managed resource state metrics")
 	}
 
 	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), cfg, mgr.GetScheme(), target.WithProviderNamespace(o.namespace))

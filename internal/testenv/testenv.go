@@ -6,6 +6,8 @@ package testenv
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,6 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
@@ -127,18 +130,24 @@ func (e *Env) Kubeconfig() ([]byte, error) {
 // RunProvider runs the provider's controllers against the Env until ctx ends,
 // as cmd/provider does but without safe-start gating (the CRDs are already
 // installed). poll is the safety-net poll interval.
-func (e *Env) RunProvider(ctx context.Context, t testing.TB, poll time.Duration) *target.Resolver {
-	t.Helper()
+func (e *Env) RunProvider(ctx context.Context, poll time.Duration) (*target.Resolver, error) {
 	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
-		t.Fatalf("cannot create manager: %v", err)
+		return nil, errors.Wrap(err, "cannot create manager")
+	}
+	log := logging.NewNopLogger()
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	if os.Getenv("TESTENV_DEBUG") != "" {
+		zl := zap.New(zap.UseDevMode(true))
+		ctrl.SetLogger(zl)
+		log = logging.NewLogrLogger(zl)
 	}
 	o := controller.Options{
-		Logger:                  logging.NewNopLogger(),
+		Logger:                  log,
 		MaxConcurrentReconciles: 5,
 		PollInterval:            poll,
 		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
@@ -147,14 +156,14 @@ func (e *Env) RunProvider(ctx context.Context, t testing.TB, poll time.Duration)
 	o.Features.Enable(feature.EnableBetaManagementPolicies)
 	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), e.Config, e.Scheme, target.WithProviderNamespace(ProviderNamespace))
 	if err := clusterops.Setup(mgr, o, r); err != nil {
-		t.Fatalf("cannot set up controllers: %v", err)
+		return nil, errors.Wrap(err, "cannot set up controllers")
 	}
 	go func() {
 		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager stopped: %v", err)
+			fmt.Fprintln(os.Stderr, "testenv: provider stopped:", err)
 		}
 	}()
-	return r
+	return r, nil
 }
 
 // Namespace creates a namespace with a unique name starting with prefix and

@@ -34,6 +34,10 @@ type ImmortalContainerObservation struct {
 	// +optional
 	CurrentPod string `json:"currentPod,omitempty"`
 
+	// PodUID is the UID of the current pod; a new UID means a new start.
+	// +optional
+	PodUID string `json:"podUID,omitempty"`
+
 	// StartTimes are the times the pod was (re)created, newest last. Only the
 	// most recent 10 are kept.
 	// +optional

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -20,44 +19,29 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
 // Setup adds the ImmortalContainer controller to mgr.
 func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
-	name := managed.ControllerName(v1alpha1.ImmortalContainerGroupKind)
-	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[*v1alpha1.ImmortalContainer](&target.Connector[*v1alpha1.ImmortalContainer]{
-			Resolver: r,
-			NewClient: func(c *target.Cluster, _ *v1alpha1.ImmortalContainer) managed.TypedExternalClient[*v1alpha1.ImmortalContainer] {
-				return &external{cluster: c}
-			},
-		}),
-		managed.WithLogger(o.Logger.WithValues("controller", name)),
-		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
-		managed.WithPollInterval(o.PollInterval),
-	}
-	if o.Features.Enabled(feature.EnableBetaManagementPolicies) {
-		opts = append(opts, managed.WithManagementPolicies())
-	}
-	if o.MetricOptions != nil {
-		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
-	}
-	rec := managed.NewReconciler(mgr, resource.ManagedKind(v1alpha1.ImmortalContainerGroupVersionKind), opts...)
-	return ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		WithOptions(o.ForControllerRuntime()).
-		For(&v1alpha1.ImmortalContainer{}, builder.WithPredicates(resource.DesiredStateChanged())).
+	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ImmortalContainer]{
+		GroupKind: v1alpha1.ImmortalContainerGroupKind,
+		Kind:      resource.ManagedKind(v1alpha1.ImmortalContainerGroupVersionKind),
+		Object:    &v1alpha1.ImmortalContainer{},
+		List:      &v1alpha1.ImmortalContainerList{},
+		NewClient: func(c *target.Cluster, _ *v1alpha1.ImmortalContainer) managed.TypedExternalClient[*v1alpha1.ImmortalContainer] {
+			return &external{cluster: c}
+		},
 		// A pod that ends or goes away is replaced on the event, not at the next poll.
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner)).
-		Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(rec), o.GlobalRateLimiter))
+		Watch: func(b *builder.Builder) *builder.Builder {
+			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner))
+		},
+	})
 }
 
 func podOwner(_ context.Context, o client.Object) []reconcile.Request {
@@ -70,14 +54,6 @@ func podOwner(_ context.Context, o client.Object) []reconcile.Request {
 
 type external struct {
 	cluster *target.Cluster
-	now     func() metav1.Time
-}
-
-func (e *external) timeNow() metav1.Time {
-	if e.now != nil {
-		return e.now()
-	}
-	return metav1.Now()
 }
 
 func (e *external) get(ctx context.Context, ic *v1alpha1.ImmortalContainer) (*corev1.Pod, error) {
@@ -102,6 +78,12 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 		return managed.ExternalObservation{}, errors.Errorf("pod %q exists but was not created by this ImmortalContainer; delete or rename it", pod.GetName())
 	}
 	ic.Status.AtProvider.CurrentPod = pod.GetName()
+	// Status written in Create does not survive the reconciler's annotation
+	// update, so starts are recorded here, from the pods themselves.
+	if string(pod.GetUID()) != ic.Status.AtProvider.PodUID {
+		ic.Status.AtProvider.PodUID = string(pod.GetUID())
+		recordStart(&ic.Status.AtProvider, pod.GetCreationTimestamp())
+	}
 	switch {
 	case terminating(pod):
 		// It is going away; its deletion event brings us back to create the next one.
@@ -141,8 +123,6 @@ func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 	if err != nil {
 		return managed.ExternalCreation{}, errors.Wrapf(err, "cannot create pod %q", PodName(ic))
 	}
-	ic.Status.AtProvider.CurrentPod = PodName(ic)
-	recordStart(&ic.Status.AtProvider, e.timeNow())
 	return managed.ExternalCreation{}, nil
 }
 

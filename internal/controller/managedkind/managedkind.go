@@ -1,0 +1,75 @@
+// Package managedkind holds what the controllers of every managed resource kind
+// share: the reconciler options and the controller wiring.
+package managedkind
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+
+	"github.com/clusterops/provider-clusterops/internal/target"
+)
+
+// A Kind describes one managed resource kind to Setup.
+type Kind[T resource.ModernManaged] struct {
+	// GroupKind and Kind of the managed resource, e.g. from its register.go.
+	GroupKind string
+	Kind      resource.ManagedKind
+	// Object and List are empty instances of the managed resource and its list.
+	Object T
+	List   resource.ManagedList
+	// NewClient builds the kind's external client for a resolved target cluster.
+	NewClient func(c *target.Cluster, mg T) managed.TypedExternalClient[T]
+	// Watch adds the watches on the objects the kind manages, so drift is seen
+	// on the event rather than at the next poll.
+	Watch func(b *builder.Builder) *builder.Builder
+	// Options are added after the shared reconciler options.
+	Options []managed.ReconcilerOption
+}
+
+// Setup adds the controller of kind k to mgr.
+func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *target.Resolver, k Kind[T]) error {
+	name := managed.ControllerName(k.GroupKind)
+	opts := []managed.ReconcilerOption{
+		managed.WithTypedExternalConnector[T](&target.Connector[T]{Resolver: r, NewClient: k.NewClient}),
+		managed.WithLogger(o.Logger.WithValues("controller", name)),
+		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
+		managed.WithPollInterval(o.PollInterval),
+		// Observe reads the API server directly, which is consistent: an object
+		// missing right after Create really is missing, so there is no reason to
+		// wait out the grace period meant for eventually consistent cloud APIs.
+		managed.WithCreationGracePeriod(0),
+	}
+	if o.Features.Enabled(feature.EnableBetaManagementPolicies) {
+		opts = append(opts, managed.WithManagementPolicies())
+	}
+	if o.MetricOptions != nil {
+		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
+		if o.MetricOptions.MRStateMetrics != nil {
+			sr := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, o.MetricOptions.MRStateMetrics, k.List, o.MetricOptions.PollStateMetricInterval)
+			if err := mgr.Add(sr); err != nil {
+				return errors.Wrapf(err, "cannot add state metrics of %s", k.GroupKind)
+			}
+		}
+	}
+	rec := managed.NewReconciler(mgr, k.Kind, append(opts, k.Options...)...)
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named(name).
+		WithOptions(o.ForControllerRuntime()).
+		// The filter applies to the managed resource only: events of the
+		// watched objects (a pod's status, say) must get through.
+		For(client.Object(k.Object), builder.WithPredicates(resource.DesiredStateChanged()))
+	if k.Watch != nil {
+		b = k.Watch(b)
+	}
+	return errors.Wrapf(b.Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(rec), o.GlobalRateLimiter)), "cannot set up %s controller", k.GroupKind)
+}

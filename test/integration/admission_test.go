@@ -1,0 +1,105 @@
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+// TestAdmission applies invalid objects and checks that the API server rejects
+// each with a message that tells the user what is wrong, and that the valid
+// counterparts are accepted.
+func TestAdmission(t *testing.T) {
+	ns := env.Namespace(t, "admission", nil)
+	cases := map[string]struct {
+		reason string
+		yaml   string
+		want   string // substring of the rejection; empty means accepted
+	}{
+		"SecretSourceWithoutSecretRef": {
+			reason: "A Secret source needs a secretRef.",
+			yaml:   `{apiVersion: clusterops.io/v1alpha1, kind: ProviderConfig, metadata: {name: a}, spec: {credentials: {source: Secret}}}`,
+			want:   "credentials.secretRef is required when credentials.source is Secret",
+		},
+		"ClusterSecretSourceWithoutSecretRef": {
+			reason: "A Secret source needs a secretRef on cluster configs too.",
+			yaml:   `{apiVersion: clusterops.io/v1alpha1, kind: ClusterProviderConfig, metadata: {name: adm-b}, spec: {credentials: {source: Secret}}}`,
+			want:   "credentials.secretRef is required when credentials.source is Secret",
+		},
+		"InjectedIdentityWithSecretRef": {
+			reason: "A secretRef that would be ignored is refused.",
+			yaml:   `{apiVersion: clusterops.io/v1alpha1, kind: ProviderConfig, metadata: {name: c}, spec: {credentials: {source: InjectedIdentity, secretRef: {name: s, key: k}}}}`,
+			want:   "credentials.secretRef is only allowed when credentials.source is Secret",
+		},
+		"UnknownSource": {
+			reason: "Only the two supported sources are accepted.",
+			yaml:   `{apiVersion: clusterops.io/v1alpha1, kind: ProviderConfig, metadata: {name: d}, spec: {credentials: {source: Filesystem}}}`,
+			want:   `Unsupported value: "Filesystem"`,
+		},
+		"SecretRefWithoutNamespace": {
+			reason: "A cluster config must say where its Secret lives.",
+			yaml:   `{apiVersion: clusterops.io/v1alpha1, kind: ClusterProviderConfig, metadata: {name: adm-e}, spec: {credentials: {source: Secret, secretRef: {name: s, key: k}}}}`,
+			want:   "spec.credentials.secretRef.namespace: Required value",
+		},
+		"BadGlob": {
+			reason: "Reach patterns are namespace names with * and ? only.",
+			yaml:   `{apiVersion: clusterops.io/v1alpha1, kind: ClusterProviderConfig, metadata: {name: adm-f}, spec: {credentials: {source: InjectedIdentity}, reach: {namespaces: ["team-["]}}}`,
+			want:   "spec.reach.namespaces[0]",
+		},
+		"BadSelectorOperator": {
+			reason: "A selector operator outside the four known ones is refused.",
+			yaml:   `{apiVersion: clusterops.io/v1alpha1, kind: ClusterProviderConfig, metadata: {name: adm-g}, spec: {credentials: {source: InjectedIdentity}, reach: {namespaceSelector: {matchExpressions: [{key: a, operator: Equals, values: [b]}]}}}}`,
+			want:   "reach.namespaceSelector.matchExpressions[].operator must be one of In, NotIn, Exists, DoesNotExist",
+		},
+		"InWithoutValues": {
+			reason: "In needs values.",
+			yaml:   `{apiVersion: clusterops.io/v1alpha1, kind: ClusterProviderConfig, metadata: {name: adm-h}, spec: {credentials: {source: InjectedIdentity}, reach: {namespaceSelector: {matchExpressions: [{key: a, operator: In}]}}}}`,
+			want:   "In and NotIn need values, Exists and DoesNotExist take none",
+		},
+		"ValidClusterProviderConfig": {
+			reason: "A full, valid cluster config is accepted.",
+			yaml:   `{apiVersion: clusterops.io/v1alpha1, kind: ClusterProviderConfig, metadata: {name: adm-ok}, spec: {credentials: {source: Secret, secretRef: {name: s, namespace: ns1, key: k}}, reach: {namespaces: ["team-*", "shared"], namespaceSelector: {matchExpressions: [{key: a, operator: Exists}]}}}}`,
+		},
+		"ImmortalContainerEmptyImage": {
+			reason: "An ImmortalContainer needs an image.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: i}, spec: {forProvider: {image: ""}}}`,
+			want:   "spec.forProvider.image: Invalid value",
+		},
+		"ImmortalContainerImageWithSpace": {
+			reason: "An image reference with spaces is refused.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: j}, spec: {forProvider: {image: "nginx latest"}}}`,
+			want:   "image must not contain spaces",
+		},
+		"ImmortalContainerNoForProvider": {
+			reason: "An ImmortalContainer without parameters is refused.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: k}, spec: {}}`,
+			want:   "spec.forProvider: Required value",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(tc.yaml), &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			if u.GetKind() != "ClusterProviderConfig" {
+				u.SetNamespace(ns)
+			}
+			err := env.Client.Create(context.Background(), u)
+			if err == nil {
+				t.Cleanup(func() { _ = env.Client.Delete(context.Background(), u) })
+			}
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("\n%s\nCreate(...): want accepted, got %v", tc.reason, err)
+			case tc.want != "" && err == nil:
+				t.Errorf("\n%s\nCreate(...): want rejected with %q, got accepted", tc.reason, tc.want)
+			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+				t.Errorf("\n%s\nCreate(...): want message containing %q, got %v", tc.reason, tc.want, err)
+			}
+		})
+	}
+}
