@@ -147,6 +147,10 @@ build_envtest() {
 }
 
 if [[ "${1:-}" == envtest-dir ]]; then envtest_dir; exit 0; fi
+# Concurrent runs would wipe each other's work directories; the second waits for the first, then
+# finds the tools built.
+exec 9>"$tools/.lock"
+flock 9
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=(envtest kwok crossplane)
 for t in "${targets[@]}"; do

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
@@ -139,6 +140,10 @@ func run(o options) error {
 	}
 	if err := apis.AddToScheme(mgr.GetScheme()); err != nil {
 		return errors.Wrap(err, "cannot add APIs to scheme")
+	}
+	// The safe-start gate watches CustomResourceDefinitions.
+	if err := apiextensionsv1.AddToScheme(mgr.GetScheme()); err != nil {
+		return errors.Wrap(err, "cannot add CRD API to scheme")
 	}
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return errors.Wrap(err, "cannot add health check")

@@ -1,0 +1,75 @@
+# shellcheck shell=bash disable=SC2034  # the variables are used by the scripts sourcing this
+# Shared by the cluster/local scripts: paths of the local control plane and its process bookkeeping.
+# Sourced, not executed.
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+# shellcheck source=versions.env
+source "$here/versions.env"
+CACHE_DIR="${CACHE_DIR:-$root/.cache}"
+
+tools="$CACHE_DIR/tools"
+state="$CACHE_DIR/cluster"
+kubeconfig="$state/kubeconfig"
+node_name=kwok-node-0
+
+bin_etcd="$tools/etcd-$ETCD_VERSION/etcd"
+bin_apiserver="$tools/kubernetes-$KUBERNETES_VERSION/kube-apiserver"
+bin_controller_manager="$tools/kubernetes-$KUBERNETES_VERSION/kube-controller-manager"
+bin_scheduler="$tools/kubernetes-$KUBERNETES_VERSION/kube-scheduler"
+bin_kwok="$tools/kwok-$KWOK_VERSION/kwok"
+kwok_stages="$tools/kwok-$KWOK_VERSION/stages.yaml"
+
+# Components in start order; cluster-down stops them in reverse, so etcd goes last.
+components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+
+# A pid file holds the pid on its first line and the binary's path on its second, so that a pid
+# reused by an unrelated process is never signalled.
+
+# pid_of <component>: prints the pid if the recorded process is alive and still runs the recorded
+# binary; fails otherwise.
+pid_of() {
+  local f="$state/pids/$1.pid" pid bin exe
+  [[ -f "$f" ]] || return 1
+  { read -r pid; read -r bin; } <"$f" || return 1
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  exe="$(readlink "/proc/$pid/exe" 2>/dev/null)" || return 1
+  # A binary rebuilt while running shows up as "<path> (deleted)".
+  [[ "${exe% (deleted)}" == "$(readlink -m "$bin")" ]] || return 1
+  echo "$pid"
+}
+
+# cluster_healthy: every component runs, the apiserver is ready and the fake node is Ready.
+cluster_healthy() {
+  local c
+  [[ -f "$kubeconfig" ]] || return 1
+  for c in "${components[@]}"; do pid_of "$c" >/dev/null || return 1; done
+  kubectl --kubeconfig "$kubeconfig" --request-timeout=5s get --raw /readyz >/dev/null 2>&1 || return 1
+  [[ "$(kubectl --kubeconfig "$kubeconfig" --request-timeout=5s get node "$node_name" \
+    -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]
+}
+
+# stop_components: SIGTERM the recorded processes and wait for them to exit; the apiserver's clients
+# first, then the apiserver, etcd last (the apiserver hangs on shutdown without etcd).
+stop_components() {
+  stop_group kwok kube-scheduler kube-controller-manager
+  stop_group kube-apiserver
+  stop_group etcd
+}
+
+stop_group() {
+  local c pid pids=() deadline=$((SECONDS + 30))
+  for c in "$@"; do
+    pid="$(pid_of "$c")" || continue
+    kill -TERM "$pid" 2>/dev/null && pids+=("$c")
+  done
+  for c in "${pids[@]}"; do
+    while pid="$(pid_of "$c")"; do
+      if ((SECONDS >= deadline)); then
+        echo "$c (pid $pid) ignored SIGTERM for 30s; killing it" >&2
+        kill -KILL "$pid" 2>/dev/null || true
+      fi
+      sleep 0.1
+    done
+  done
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The provider's main job on a local control plane it starts itself: builds what it needs, starts
+# the cluster, installs the CRDs and the default ClusterProviderConfig, runs the provider, applies
+# examples/ and shows what happened. Stops everything it started, also on failure or Ctrl-C.
+# KEEP=1 leaves the cluster and the provider running.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=common.sh
+source "$here/common.sh"
+demo="$CACHE_DIR/demo"
+mkdir -p "$demo"
+
+say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+kc() { kubectl --kubeconfig "$kubeconfig" "$@"; }
+
+# ready_or_fail <name>: waits up to 60s for ImmortalContainer <name> in namespace demo to be
+# Ready, failing at once with the provider's log if the provider exits.
+ready_or_fail() {
+  for _ in $(seq 600); do
+    if ! kill -0 "$provider_pid" 2>/dev/null; then
+      echo "the provider exited; last lines of its log:" >&2
+      tail -20 "$demo/provider.log" >&2
+      return 1
+    fi
+    [[ "$(kc -n demo get immortalcontainer "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]] && { echo "immortalcontainer/$1 is Ready"; return 0; }
+    sleep 0.1
+  done
+  echo "immortalcontainer/$1 is not Ready after 60s:" >&2
+  kc -n demo get immortalcontainer "$1" -o yaml >&2
+  return 1
+}
+
+started_cluster=false
+provider_pid=""
+cleanup() {
+  local rc=$?
+  if [[ "${KEEP:-}" == 1 ]]; then
+    say "KEEP=1: leaving things running. export KUBECONFIG=$kubeconfig; provider pid ${provider_pid:-none}, log $demo/provider.log"
+    exit "$rc"
+  fi
+  if [[ -n "$provider_pid" ]] && kill -0 "$provider_pid" 2>/dev/null; then
+    kill "$provider_pid" && wait "$provider_pid" 2>/dev/null || true
+  fi
+  $started_cluster && "$here/cluster-down.sh" >&2
+  [[ $rc -ne 0 ]] && echo "demo failed; provider log: $demo/provider.log" >&2
+  exit "$rc"
+}
+trap cleanup EXIT
+
+say "Building the control plane (cached after the first run) and the provider"
+"$here/build-tools.sh" envtest kwok
+(cd "$root" && CGO_ENABLED=0 go build -o "$demo/provider" ./cmd/provider)
+
+if cluster_healthy; then
+  say "Using the local control plane that is already running"
+else
+  say "Starting a local control plane"
+  started_cluster=true
+  "$here/cluster-up.sh" >/dev/null
+fi
+
+say "Installing the CRDs and the default ClusterProviderConfig"
+kc apply --server-side -f "$root/package/crds" >/dev/null
+kc wait --for condition=Established --timeout=60s crd --all >/dev/null
+kc create namespace crossplane-system --dry-run=client -o yaml | kc apply -f - >/dev/null
+kc apply -f "$root/examples/providerconfig/clusterproviderconfig.yaml"
+
+say "Running the provider (log: $demo/provider.log)"
+KUBECONFIG="$kubeconfig" "$demo/provider" --debug --namespace crossplane-system \
+  --metrics-bind-address=127.0.0.1:0 --health-probe-bind-address=0 >"$demo/provider.log" 2>&1 &
+provider_pid=$!
+
+say "Applying examples/"
+find "$root/examples" -name '*.yaml' | sort | while read -r f; do kc apply -f "$f"; done
+
+say "Waiting for the ImmortalContainer to be Ready (kwok runs its pod on a fake node)"
+ready_or_fail immortal-nginx
+kc -n demo get immortalcontainers,pods -o wide
+
+say "Deleting its pod: the provider replaces it on the watch event"
+old="$(kc -n demo get pod immortal-nginx-immortalpod -o jsonpath='{.metadata.uid}')"
+start=$(date +%s%N)
+kc -n demo delete pod immortal-nginx-immortalpod --wait=false >/dev/null
+until uid="$(kc -n demo get pod immortal-nginx-immortalpod -o jsonpath='{.metadata.uid}' 2>/dev/null)" && [[ -n "$uid" && "$uid" != "$old" ]]; do sleep 0.05; done
+echo "new pod $uid after $(( ($(date +%s%N) - start) / 1000000 )) ms"
+ready_or_fail immortal-nginx >/dev/null
+kc -n demo get immortalcontainer immortal-nginx -o jsonpath='{"restarts: "}{.status.atProvider.restarts}{"\nstartTimes: "}{.status.atProvider.startTimes}{"\n"}'
+
+say "Configs and their users"
+kc get clusterproviderconfigs
+kc get providerconfigs,providerconfigusages -A
+
+say "Deleting the examples"
+kc -n demo delete immortalcontainer immortal-nginx --wait=true --timeout=60s
+kc -n demo get pods 2>&1
+say "Done"
