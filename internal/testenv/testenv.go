@@ -17,8 +17,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -60,6 +62,9 @@ func RepoRoot() string {
 func Scheme() (*kruntime.Scheme, error) {
 	s := kruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		return nil, err
 	}
 	return s, apis.AddToScheme(s)
@@ -116,7 +121,12 @@ func Start(installCRDs bool) (*Env, error) {
 }
 
 // Stop stops the API server.
-func (e *Env) Stop() error { return e.env.Stop() }
+func (e *Env) Stop() error {
+	if e.env == nil {
+		return nil
+	}
+	return e.env.Stop()
+}
 
 // Kubeconfig returns a kubeconfig for an admin user of this API server.
 func (e *Env) Kubeconfig() ([]byte, error) {
@@ -192,4 +202,52 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx 
 	if err != nil {
 		t.Fatalf("timed out after %s waiting for %s (last error: %v)", timeout, what, last)
 	}
+}
+
+// ForCluster returns an Env for a cluster that is already running, such as
+// the local control plane of the e2e tier. Stop does nothing on it.
+func ForCluster(cfg *rest.Config) (*Env, error) {
+	s, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create client")
+	}
+	return &Env{Config: cfg, Client: c, Scheme: s}, nil
+}
+
+// InstallCRDs applies package/crds and waits until every CRD is established.
+func (e *Env) InstallCRDs(ctx context.Context) error {
+	files, err := filepath.Glob(filepath.Join(RepoRoot(), "package", "crds", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		return errors.Errorf("no CRDs in package/crds: %v", err)
+	}
+	var names []string
+	for _, f := range files {
+		objs, err := ApplyFile(ctx, e.Client, f)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			names = append(names, o.GetName())
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, n := range names {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := e.Client.Get(ctx, types.NamespacedName{Name: n}, crd); err != nil {
+				return false, nil //nolint:nilerr // Not there yet.
+			}
+			established := false
+			for _, c := range crd.Status.Conditions {
+				established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+			}
+			if !established {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }

@@ -1,0 +1,90 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+// TestImmortalContainerOnLocalControlPlane runs the provider against the local
+// control plane, where the scheduler and kwok run pods: the ImmortalContainer
+// becomes Ready, and a deleted pod is replaced and runs again.
+func TestImmortalContainerOnLocalControlPlane(t *testing.T) {
+	newClient(t) // Fails clearly when KUBECONFIG is unusable.
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := testenv.ForCluster(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := env.InstallCRDs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testenv.ApplyFile(ctx, env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.RunProvider(ctx, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+
+	ns := env.Namespace(t, "e2e-immortal", nil)
+	ic := &workloadv1alpha1.ImmortalContainer{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec:       workloadv1alpha1.ImmortalContainerSpec{ForProvider: workloadv1alpha1.ImmortalContainerParameters{Image: "nginx:1.27"}},
+	}
+	if err := env.Client.Create(ctx, ic); err != nil {
+		t.Fatal(err)
+	}
+	ready := func(what string) {
+		t.Helper()
+		testenv.Eventually(t, time.Minute, what, func(ctx context.Context) (bool, error) {
+			err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, ic)
+			return ic.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue, err
+		})
+	}
+	ready("the ImmortalContainer to be Ready with its pod running")
+
+	pod := &corev1.Pod{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "a new pod to run", func(ctx context.Context) (bool, error) {
+		p := &corev1.Pod{}
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, p)
+		return p.UID != pod.UID && p.Status.Phase == corev1.PodRunning, err
+	})
+	ready("the ImmortalContainer to be Ready again")
+	if ic.Status.AtProvider.Restarts != 1 {
+		t.Errorf("restarts = %d, want 1", ic.Status.AtProvider.Restarts)
+	}
+
+	if err := env.Client.Delete(ctx, ic); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "the ImmortalContainer and its pod to be gone", func(ctx context.Context) (bool, error) {
+		errIC := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, ic)
+		errPod := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, &corev1.Pod{})
+		return kerrors.IsNotFound(errIC) && kerrors.IsNotFound(errPod), nil
+	})
+}
