@@ -1,0 +1,59 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParse(t *testing.T) {
+	defaults := options{
+		poll: 10 * time.Minute, sync: time.Hour, maxReconcileRate: 10, enableManagementPolicies: true,
+		safeStart: true, namespace: "crossplane-system", metricsAddr: ":8080", healthAddr: ":8081",
+	}
+	type want struct {
+		o   options
+		err string
+	}
+	cases := map[string]struct {
+		reason string
+		args   []string
+		want   want
+	}{
+		"Defaults": {
+			reason: "No flags give the documented defaults.",
+			want:   want{o: defaults},
+		},
+		"AllFlags": {
+			reason: "Every flag is read.",
+			args: []string{"--debug", "--poll=30s", "--sync=2h", "--max-reconcile-rate=50", "--leader-election",
+				"--enable-management-policies=false", "--safe-start=false", "--namespace=ops", "--metrics-bind-address=:9090", "--health-probe-bind-address=0"},
+			want: want{o: options{debug: true, poll: 30 * time.Second, sync: 2 * time.Hour, maxReconcileRate: 50, leaderElection: true,
+				namespace: "ops", metricsAddr: ":9090", healthAddr: "0"}},
+		},
+		"ZeroPoll": {
+			reason: "A zero poll interval would poll in a hot loop: refused.",
+			args:   []string{"--poll=0s"},
+			want:   want{o: func() options { o := defaults; o.poll = 0; return o }(), err: "--poll, --sync and --max-reconcile-rate must be positive"},
+		},
+		"UnknownFlag": {
+			reason: "An unknown flag is an error, not ignored.",
+			args:   []string{"--pol=1m"},
+			want:   want{o: defaults, err: "flag provided but not defined: -pol"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("POD_NAMESPACE", "")
+			o, err := parse(tc.args)
+			got := want{o: o}
+			if err != nil {
+				got.err = err.Error()
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{}, options{})); diff != "" {
+				t.Errorf("\n%s\nparse(%v): -want, +got:\n%s", tc.reason, tc.args, diff)
+			}
+		})
+	}
+}
