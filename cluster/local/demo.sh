@@ -74,23 +74,23 @@ say "Applying examples/"
 find "$root/examples" -name '*.yaml' | sort | while read -r f; do kc apply -f "$f"; done
 
 say "Waiting for the ImmortalContainer to be Ready (kwok runs its pod on a fake node)"
-ready_or_fail immortal-nginx
+ready_or_fail example-immortalcontainer
 kc -n demo get immortalcontainers,pods -o wide
 
 say "Deleting its pod: the provider replaces it on the watch event"
-old="$(kc -n demo get pod immortal-nginx-immortalpod -o jsonpath='{.metadata.uid}')"
+old="$(kc -n demo get pod example-immortalcontainer-immortalpod -o jsonpath='{.metadata.uid}')"
 start=$(date +%s%N)
-kc -n demo delete pod immortal-nginx-immortalpod --wait=false >/dev/null
-until uid="$(kc -n demo get pod immortal-nginx-immortalpod -o jsonpath='{.metadata.uid}' 2>/dev/null)" && [[ -n "$uid" && "$uid" != "$old" ]]; do sleep 0.05; done
+kc -n demo delete pod example-immortalcontainer-immortalpod --wait=false >/dev/null
+until uid="$(kc -n demo get pod example-immortalcontainer-immortalpod -o jsonpath='{.metadata.uid}' 2>/dev/null)" && [[ -n "$uid" && "$uid" != "$old" ]]; do sleep 0.05; done
 echo "new pod $uid after $(( ($(date +%s%N) - start) / 1000000 )) ms"
-ready_or_fail immortal-nginx >/dev/null
-kc -n demo get immortalcontainer immortal-nginx -o jsonpath='{"restarts: "}{.status.atProvider.restarts}{"\nstartTimes: "}{.status.atProvider.startTimes}{"\n"}'
+ready_or_fail example-immortalcontainer >/dev/null
+kc -n demo get immortalcontainer example-immortalcontainer -o jsonpath='{"restarts: "}{.status.atProvider.restarts}{"\nstartTimes: "}{.status.atProvider.startTimes}{"\n"}'
 
 say "Configs and their users"
 kc get clusterproviderconfigs
 kc get providerconfigs,providerconfigusages -A
 
 say "Deleting the examples"
-kc -n demo delete immortalcontainer immortal-nginx --wait=true --timeout=60s
+kc -n demo delete immortalcontainer example-immortalcontainer --wait=true --timeout=60s
 kc -n demo get pods 2>&1
 say "Done"

@@ -3,6 +3,7 @@ package target
 import (
 	"context"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 )
@@ -12,7 +13,8 @@ import (
 // its external client.
 type Connector[T resource.ModernManaged] struct {
 	Resolver  *Resolver
-	NewClient func(c *Cluster, mg T) managed.TypedExternalClient[T]
+	Recorder  event.Recorder
+	NewClient func(c *Cluster, rec event.Recorder, mg T) managed.TypedExternalClient[T]
 }
 
 // Connect resolves mg's target cluster and returns the kind's external client.
@@ -21,5 +23,5 @@ func (c *Connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternal
 	if err != nil {
 		return nil, err
 	}
-	return c.NewClient(cl, mg), nil
+	return c.NewClient(cl, c.Recorder, mg), nil
 }

@@ -73,6 +73,20 @@ func TestAdmission(t *testing.T) {
 			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: j}, spec: {forProvider: {image: "nginx latest"}}}`,
 			want:   "image must not contain spaces",
 		},
+		"ImmortalContainerBackoffMaxBelowInitial": {
+			reason: "A backoff whose max is shorter than its initial delay is refused.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: l}, spec: {forProvider: {image: nginx, restartBackoff: {initial: 1m, max: 10s}}}}`,
+			want:   "restartBackoff.max must not be shorter than restartBackoff.initial",
+		},
+		"ImmortalContainerBackoffNotADuration": {
+			reason: "A backoff that is not a duration is refused with an example of one.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: m}, spec: {forProvider: {image: nginx, restartBackoff: {initial: soon, max: 5m}}}}`,
+			want:   "restartBackoff.initial and max are durations such as 500ms, 10s, 5m or 1h30m",
+		},
+		"ImmortalContainerValid": {
+			reason: "A full, valid ImmortalContainer is accepted.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: valid-ic}, spec: {forProvider: {image: "nginx:1.27", command: [nginx], args: ["-g", "daemon off;"], resources: {limits: {memory: 64Mi}}, restartBackoff: {initial: 500ms, max: 1h30m}}}}`,
+		},
 		"ImmortalContainerNoForProvider": {
 			reason: "An ImmortalContainer without parameters is refused.",
 			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: k}, spec: {}}`,

@@ -37,6 +37,6 @@ func TestExamplesApply(t *testing.T) {
 	}
 	// The ImmortalContainer example starts its pod.
 	testenv.Eventually(t, wait, "the example ImmortalContainer's pod", func(ctx context.Context) (bool, error) {
-		return true, env.Client.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "immortal-nginx-immortalpod"}, &corev1.Pod{})
+		return true, env.Client.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "example-immortalcontainer-immortalpod"}, &corev1.Pod{})
 	})
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -120,4 +122,62 @@ func TestImmortalContainerLeavesForeignPodAlone(t *testing.T) {
 	if got.UID != foreign.UID || got.Spec.Containers[0].Image != "postgres" {
 		t.Errorf("the foreign pod was replaced or changed")
 	}
+}
+
+// fail marks a pod as ended by a crash, as the kubelet would.
+func fail(t *testing.T, pod *corev1.Pod, code int32) {
+	t.Helper()
+	now := metav1.Now()
+	pod.Status.Phase = corev1.PodFailed
+	pod.Status.StartTime = &now
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: "x", ImageID: "x", State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: code, StartedAt: now, FinishedAt: now},
+	}}}
+	if err := env.Client.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestImmortalContainerBacksOffCrashLoops crashes the pod twice in a row: the
+// first crash is replaced at once, the second only after the initial backoff,
+// with the reason and the time of the next restart in status.
+func TestImmortalContainerBacksOffCrashLoops(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, "crashloop", nil)
+	ic := immortal(ns, "crashy")
+	ic.Spec.ForProvider.RestartBackoff = &workloadv1alpha1.RestartBackoff{Initial: metav1.Duration{Duration: 2 * time.Second}, Max: metav1.Duration{Duration: time.Minute}}
+	if err := env.Client.Create(ctx, ic); err != nil {
+		t.Fatal(err)
+	}
+	first := podAfter(t, ns, "crashy", "")
+	fail(t, first, 1)
+	second := podAfter(t, ns, "crashy", first.UID)
+
+	fail(t, second, 2)
+	testenv.Eventually(t, wait, "the next restart to be scheduled", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "crashy"}, ic)
+		o := ic.Status.AtProvider
+		return o.NextRestartTime != nil && o.QuickEnds == 2 && o.LastExitReason == "Error (exit code 2)", err
+	})
+	next := ic.Status.AtProvider.NextRestartTime.Time
+	if c := ic.GetCondition(xpv2.TypeReady); c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "2 quick ends in a row, restarting at") {
+		t.Errorf("Ready condition = %+v, want False with the backoff explained", c)
+	}
+	third := podAfter(t, ns, "crashy", second.UID)
+	// Creation timestamps have a resolution of one second.
+	if third.CreationTimestamp.Add(time.Second).Before(next) {
+		t.Errorf("the pod was replaced at %s, before the backoff ended at %s", third.CreationTimestamp, next)
+	}
+
+	events := &corev1.EventList{}
+	testenv.Eventually(t, wait, "a StartedPod event for each start", func(ctx context.Context) (bool, error) {
+		err := env.Client.List(ctx, events, client.InNamespace(ns))
+		n := int32(0)
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "crashy" && e.Reason == "StartedPod" {
+				n += e.Count
+			}
+		}
+		return n >= 3, err
+	})
 }

@@ -26,6 +26,31 @@ type ImmortalContainerParameters struct {
 	// Env sets environment variables in the container.
 	// +optional
 	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// Resources the container requests and is limited to.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// RestartBackoff slows down the restarts of an image that keeps crashing.
+	// A pod that ends is replaced at once; when its successor also ends within
+	// ten minutes, the next one waits initial, then twice as long each time, up
+	// to max. A deleted pod is always replaced at once.
+	// +optional
+	// +kubebuilder:default={initial: "1s", max: "5m"}
+	RestartBackoff *RestartBackoff `json:"restartBackoff,omitempty"`
+}
+
+// RestartBackoff is the growing delay between restarts of a crashing image.
+// +kubebuilder:validation:XValidation:rule="self.initial.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') && self.max.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$')",message="restartBackoff.initial and max are durations such as 500ms, 10s, 5m or 1h30m"
+// +kubebuilder:validation:XValidation:rule="!self.initial.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || !self.max.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || duration(self.max) >= duration(self.initial)",message="restartBackoff.max must not be shorter than restartBackoff.initial"
+type RestartBackoff struct {
+	// Initial delay, before the second restart in a row.
+	// +kubebuilder:default="1s"
+	Initial metav1.Duration `json:"initial"`
+
+	// Max delay between restarts.
+	// +kubebuilder:default="5m"
+	Max metav1.Duration `json:"max"`
 }
 
 // ImmortalContainerObservation is the observed state of an ImmortalContainer.
@@ -47,6 +72,25 @@ type ImmortalContainerObservation struct {
 	// deleted.
 	// +optional
 	Restarts int64 `json:"restarts,omitempty"`
+
+	// LastExitReason says why the last pod that ended ended, such as
+	// "Error (exit code 1)" or "Completed (exit code 0)".
+	// +optional
+	LastExitReason string `json:"lastExitReason,omitempty"`
+
+	// QuickEnds counts the pods in a row that ended within ten minutes of
+	// starting; it drives the restart backoff.
+	// +optional
+	QuickEnds int32 `json:"quickEnds,omitempty"`
+
+	// NextRestartTime is when an ended pod will be replaced, while a crash
+	// loop is being backed off.
+	// +optional
+	NextRestartTime *metav1.Time `json:"nextRestartTime,omitempty"`
+
+	// EndedPodUID is the UID of the last ended pod already accounted for.
+	// +optional
+	EndedPodUID string `json:"endedPodUID,omitempty"`
 }
 
 // An ImmortalContainerSpec defines the desired state of an ImmortalContainer.
@@ -70,6 +114,8 @@ type ImmortalContainerStatus struct {
 // +kubebuilder:printcolumn:name="IMAGE",type="string",JSONPath=".spec.forProvider.image"
 // +kubebuilder:printcolumn:name="POD",type="string",JSONPath=".status.atProvider.currentPod"
 // +kubebuilder:printcolumn:name="RESTARTS",type="integer",JSONPath=".status.atProvider.restarts"
+// +kubebuilder:printcolumn:name="LAST-EXIT",type="string",JSONPath=".status.atProvider.lastExitReason",priority=1
+// +kubebuilder:printcolumn:name="NEXT-RESTART",type="date",JSONPath=".status.atProvider.nextRestartTime",priority=1
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"

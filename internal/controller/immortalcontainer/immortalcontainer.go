@@ -5,6 +5,7 @@ package immortalcontainer
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
@@ -27,6 +29,8 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
+const reasonStarted event.Reason = "StartedPod"
+
 // Setup adds the ImmortalContainer controller to mgr.
 func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ImmortalContainer]{
@@ -34,14 +38,28 @@ func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 		Kind:      resource.ManagedKind(v1alpha1.ImmortalContainerGroupVersionKind),
 		Object:    &v1alpha1.ImmortalContainer{},
 		List:      &v1alpha1.ImmortalContainerList{},
-		NewClient: func(c *target.Cluster, _ *v1alpha1.ImmortalContainer) managed.TypedExternalClient[*v1alpha1.ImmortalContainer] {
-			return &external{cluster: c}
+		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ImmortalContainer) managed.TypedExternalClient[*v1alpha1.ImmortalContainer] {
+			return &external{cluster: c, record: rec, now: time.Now}
 		},
 		// A pod that ends or goes away is replaced on the event, not at the next poll.
 		Watch: func(b *builder.Builder) *builder.Builder {
 			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner))
 		},
+		// A backed-off restart happens when it is due, not at the next poll.
+		Options: []managed.ReconcilerOption{managed.WithPollIntervalHook(untilRestart(time.Now))},
 	})
+}
+
+// untilRestart shortens the poll interval to the time of a pending restart.
+func untilRestart(now func() time.Time) managed.PollIntervalHook {
+	return func(mg resource.Managed, poll time.Duration) time.Duration {
+		ic, ok := mg.(*v1alpha1.ImmortalContainer)
+		if !ok || ic.Status.AtProvider.NextRestartTime == nil {
+			return poll
+		}
+		d := ic.Status.AtProvider.NextRestartTime.Sub(now())
+		return max(min(d, poll), 10*time.Millisecond)
+	}
 }
 
 func podOwner(_ context.Context, o client.Object) []reconcile.Request {
@@ -54,6 +72,15 @@ func podOwner(_ context.Context, o client.Object) []reconcile.Request {
 
 type external struct {
 	cluster *target.Cluster
+	record  event.Recorder
+	now     func() time.Time
+}
+
+func backoffOf(ic *v1alpha1.ImmortalContainer) v1alpha1.RestartBackoff {
+	if b := ic.Spec.ForProvider.RestartBackoff; b != nil {
+		return *b
+	}
+	return defaultBackoff
 }
 
 func (e *external) get(ctx context.Context, ic *v1alpha1.ImmortalContainer) (*corev1.Pod, error) {
@@ -78,6 +105,10 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 		return managed.ExternalObservation{}, errors.Errorf("pod %q exists but was not created by this ImmortalContainer; delete or rename it", pod.GetName())
 	}
 	ic.Status.AtProvider.CurrentPod = pod.GetName()
+	if !ended(pod) {
+		// The replacement exists: no restart is pending.
+		ic.Status.AtProvider.NextRestartTime = nil
+	}
 	// Status written in Create does not survive the reconciler's annotation
 	// update, so starts are recorded here, from the pods themselves.
 	if string(pod.GetUID()) != ic.Status.AtProvider.PodUID {
@@ -90,8 +121,19 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 		ic.SetConditions(xpv2.Unavailable().WithMessage("pod is terminating"))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	case ended(pod):
+		o := &ic.Status.AtProvider
+		// Report the pod as still there the first time its end is seen: status
+		// written on the way to Create does not survive the reconciler's
+		// annotation update, and the backoff depends on it.
+		if recordEnd(o, pod, backoffOf(ic), e.now()) || e.now().Before(o.NextRestartTime.Time) {
+			msg := "pod ended: " + o.LastExitReason
+			if o.QuickEnds > 1 {
+				msg += fmt.Sprintf("; %d quick ends in a row, restarting at %s", o.QuickEnds, o.NextRestartTime.UTC().Format(time.RFC3339))
+			}
+			ic.SetConditions(xpv2.Unavailable().WithMessage(msg))
+			return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+		}
 		// An ended pod never runs again: report it as gone so Create replaces it.
-		ic.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("pod ended with phase %s", pod.Status.Phase)))
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	case running(pod):
 		ic.SetConditions(xpv2.Available())
@@ -123,6 +165,11 @@ func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 	if err != nil {
 		return managed.ExternalCreation{}, errors.Wrapf(err, "cannot create pod %q", PodName(ic))
 	}
+	msg := fmt.Sprintf("Started pod %q", PodName(ic))
+	if r := ic.Status.AtProvider.LastExitReason; r != "" && len(ic.Status.AtProvider.StartTimes) > 0 {
+		msg += "; the previous one ended: " + r
+	}
+	e.record.Event(ic, event.Normal(reasonStarted, msg))
 	return managed.ExternalCreation{}, nil
 }
 

@@ -28,7 +28,8 @@ type Kind[T resource.ModernManaged] struct {
 	Object T
 	List   resource.ManagedList
 	// NewClient builds the kind's external client for a resolved target cluster.
-	NewClient func(c *target.Cluster, mg T) managed.TypedExternalClient[T]
+	// It records events with rec.
+	NewClient func(c *target.Cluster, rec event.Recorder, mg T) managed.TypedExternalClient[T]
 	// Watch adds the watches on the objects the kind manages, so drift is seen
 	// on the event rather than at the next poll.
 	Watch func(b *builder.Builder) *builder.Builder
@@ -39,10 +40,11 @@ type Kind[T resource.ModernManaged] struct {
 // Setup adds the controller of kind k to mgr.
 func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *target.Resolver, k Kind[T]) error {
 	name := managed.ControllerName(k.GroupKind)
+	rec := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
 	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[T](&target.Connector[T]{Resolver: r, NewClient: k.NewClient}),
+		managed.WithTypedExternalConnector[T](&target.Connector[T]{Resolver: r, Recorder: rec, NewClient: k.NewClient}),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
-		managed.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name))), //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
+		managed.WithRecorder(rec),
 		managed.WithPollInterval(o.PollInterval),
 		// Observe reads the API server directly, which is consistent: an object
 		// missing right after Create really is missing, so there is no reason to
@@ -61,7 +63,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *
 			}
 		}
 	}
-	rec := managed.NewReconciler(mgr, k.Kind, append(opts, k.Options...)...)
+	mr := managed.NewReconciler(mgr, k.Kind, append(opts, k.Options...)...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
@@ -71,5 +73,5 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *
 	if k.Watch != nil {
 		b = k.Watch(b)
 	}
-	return errors.Wrapf(b.Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(rec), o.GlobalRateLimiter)), "cannot set up %s controller", k.GroupKind)
+	return errors.Wrapf(b.Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(mr), o.GlobalRateLimiter)), "cannot set up %s controller", k.GroupKind)
 }
