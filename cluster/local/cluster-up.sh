@@ -150,7 +150,7 @@ start kube-controller-manager "$bin_controller_manager" \
   --secure-port=0 \
   --service-account-private-key-file="$pki/sa.key" \
   --root-ca-file="$pki/apiserver.crt" \
-  --controllers=deployment-controller,replicaset-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,disruption-controller,job-controller,statefulset-controller,endpointslice-controller,clusterrole-aggregation-controller,pod-garbage-collector-controller
+  --controllers=deployment-controller,replicaset-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller,serviceaccount-token-controller,root-ca-certificate-publisher-controller,disruption-controller,job-controller,statefulset-controller,endpointslice-controller,clusterrole-aggregation-controller,pod-garbage-collector-controller,persistentvolume-binder-controller,persistentvolume-protection-controller,persistentvolumeclaim-protection-controller
 start kube-scheduler "$bin_scheduler" \
   --kubeconfig="$kubeconfig" \
   --leader-elect=false \

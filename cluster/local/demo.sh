@@ -13,8 +13,8 @@ mkdir -p "$demo"
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 kc() { kubectl --kubeconfig "$kubeconfig" "$@"; }
 
-# ready_or_fail <name>: waits up to 60s for ImmortalContainer <name> in namespace demo to be
-# Ready, failing at once with the provider's log if the provider exits.
+# ready_or_fail <kind> <name>: waits up to 60s for managed resource <kind>/<name> in namespace demo
+# to be Ready, failing at once with the provider's log if the provider exits.
 ready_or_fail() {
   for _ in $(seq 600); do
     if ! kill -0 "$provider_pid" 2>/dev/null; then
@@ -22,11 +22,11 @@ ready_or_fail() {
       tail -20 "$demo/provider.log" >&2
       return 1
     fi
-    [[ "$(kc -n demo get immortalcontainer "$1" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]] && { echo "immortalcontainer/$1 is Ready"; return 0; }
+    [[ "$(kc -n demo get "$1" "$2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]] && { echo "$1/$2 is Ready"; return 0; }
     sleep 0.1
   done
-  echo "immortalcontainer/$1 is not Ready after 60s:" >&2
-  kc -n demo get immortalcontainer "$1" -o yaml >&2
+  echo "$1/$2 is not Ready after 60s:" >&2
+  kc -n demo get "$1" "$2" -o yaml >&2
   return 1
 }
 
@@ -70,11 +70,25 @@ KUBECONFIG="$kubeconfig" "$demo/provider" --debug --namespace crossplane-system 
   --metrics-bind-address=127.0.0.1:0 --health-probe-bind-address=0 >"$demo/provider.log" 2>&1 &
 provider_pid=$!
 
+say "Providing a volume for the AppBundle's claim (the local control plane has no provisioner)"
+kc apply -f - <<YAML
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: demo-my-web-app-data}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  hostPath: {path: /tmp/demo-my-web-app-data}
+  claimRef: {namespace: demo, name: my-web-app-data}
+YAML
+
 say "Applying examples/"
 find "$root/examples" -name '*.yaml' | sort | while read -r f; do kc apply -f "$f"; done
 
-say "Waiting for the ImmortalContainer to be Ready (kwok runs its pod on a fake node)"
-ready_or_fail example-immortalcontainer
+say "Waiting for the managed resources to be Ready (kwok runs their pods on a fake node)"
+ready_or_fail immortalcontainer example-immortalcontainer
+ready_or_fail appbundle my-web-app
+kc -n demo get appbundles,deployments,pvc,services -o wide
 kc -n demo get immortalcontainers,pods -o wide
 
 say "Deleting its pod: the provider replaces it on the watch event"
@@ -83,14 +97,21 @@ start=$(date +%s%N)
 kc -n demo delete pod example-immortalcontainer-immortalpod --wait=false >/dev/null
 until uid="$(kc -n demo get pod example-immortalcontainer-immortalpod -o jsonpath='{.metadata.uid}' 2>/dev/null)" && [[ -n "$uid" && "$uid" != "$old" ]]; do sleep 0.05; done
 echo "new pod $uid after $(( ($(date +%s%N) - start) / 1000000 )) ms"
-ready_or_fail example-immortalcontainer >/dev/null
+ready_or_fail immortalcontainer example-immortalcontainer >/dev/null
 kc -n demo get immortalcontainer example-immortalcontainer -o jsonpath='{"restarts: "}{.status.atProvider.restarts}{"\nstartTimes: "}{.status.atProvider.startTimes}{"\n"}'
+
+say "Editing the AppBundle's Deployment behind its back: the edit is reverted on the watch event"
+kc -n demo set image deployment/my-web-app app=evil:latest >/dev/null
+start=$(date +%s%N)
+until [[ "$(kc -n demo get deployment my-web-app -o jsonpath='{.spec.template.spec.containers[0].image}')" == nginx:1.21 ]]; do sleep 0.05; done
+echo "image restored to nginx:1.21 after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 
 say "Configs and their users"
 kc get clusterproviderconfigs
 kc get providerconfigs,providerconfigusages -A
 
-say "Deleting the examples"
+say "Deleting the examples: the claim outlives its AppBundle (pvcDeletionPolicy: Retain)"
 kc -n demo delete immortalcontainer example-immortalcontainer --wait=true --timeout=60s
-kc -n demo get pods 2>&1
+kc -n demo delete appbundle my-web-app --wait=true --timeout=60s
+kc -n demo get deployments,pods,services,pvc 2>&1
 say "Done"

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -36,6 +37,7 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis"
 	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
+	"github.com/clusterops/provider-clusterops/internal/controller/appbundle"
 	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
 	"github.com/clusterops/provider-clusterops/internal/target"
 	"github.com/clusterops/provider-clusterops/internal/version"
@@ -113,17 +115,26 @@ func run(o options) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot get API server config: set KUBECONFIG or run in a cluster")
 	}
-	owned, err := labels.NewRequirement(immortalcontainer.LabelOwner, selection.Exists, nil)
+	ownedPods, err := ownedBy(immortalcontainer.LabelOwner)
 	if err != nil {
-		return errors.Wrap(err, "cannot build pod label selector")
+		return err
+	}
+	ownedByBundle, err := ownedBy(appbundle.LabelOwner)
+	if err != nil {
+		return err
 	}
 	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, o.maxReconcileRate), ctrl.Options{
 		Cache: cache.Options{
 			SyncPeriod:       &o.sync,
 			DefaultTransform: cache.TransformStripManagedFields(),
-			// Only pods the provider made are cached, not every pod in the cluster.
+			// Only objects the provider made are cached and watched, not every pod,
+			// Deployment, claim or Service in the cluster. Ownership checks read
+			// the API server, so objects outside the cache are still seen.
 			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Pod{}: {Label: labels.NewSelector().Add(*owned)},
+				&corev1.Pod{}:                   {Label: ownedPods},
+				&appsv1.Deployment{}:            {Label: ownedByBundle},
+				&corev1.PersistentVolumeClaim{}: {Label: ownedByBundle},
+				&corev1.Service{}:               {Label: ownedByBundle},
 			},
 		},
 		Metrics:                    metricsserver.Options{BindAddress: o.metricsAddr},
@@ -188,3 +199,12 @@ func run(o options) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// ownedBy selects objects that carry the label key.
+func ownedBy(key string) (labels.Selector, error) {
+	r, err := labels.NewRequirement(key, selection.Exists, nil)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot select objects labelled %s", key)
+	}
+	return labels.NewSelector().Add(*r), nil
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/controller/appbundle"
 	"github.com/clusterops/provider-clusterops/internal/controller/config"
 	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
 	"github.com/clusterops/provider-clusterops/internal/target"
@@ -57,6 +58,10 @@ func kinds(r *target.Resolver) []kind {
 		{
 			gvks:  []schema.GroupVersionKind{workloadv1alpha1.ImmortalContainerGroupVersionKind},
 			setup: func(m ctrl.Manager, o controller.Options) error { return immortalcontainer.Setup(m, o, r) },
+		},
+		{
+			gvks:  []schema.GroupVersionKind{workloadv1alpha1.AppBundleGroupVersionKind},
+			setup: func(m ctrl.Manager, o controller.Options) error { return appbundle.Setup(m, o, r) },
 		},
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -194,7 +195,11 @@ func (e *Env) Namespace(t testing.TB, prefix string, lbls map[string]string) str
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
 	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		// Each call gets its own deadline, so the last error reported is the
+		// condition's, not the poll's deadline cutting a request short.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
 		ok, err := cond(ctx)
 		last = err
 		return ok && err == nil, nil
@@ -250,4 +255,20 @@ func (e *Env) InstallCRDs(ctx context.Context) error {
 		}
 		return true, nil
 	})
+}
+
+// Update reads o afresh, applies mutate and writes it, retrying when the write
+// conflicts with the provider's own writes (status, finalizers).
+func (e *Env) Update(t testing.TB, o client.Object, mutate func()) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := e.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+			return err
+		}
+		mutate()
+		return e.Client.Update(context.Background(), o)
+	})
+	if err != nil {
+		t.Fatalf("cannot update %s: %v", o.GetName(), err)
+	}
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,27 +25,8 @@ import (
 // control plane, where the scheduler and kwok run pods: the ImmortalContainer
 // becomes Ready, and a deleted pod is replaced and runs again.
 func TestImmortalContainerOnLocalControlPlane(t *testing.T) {
-	newClient(t) // Fails clearly when KUBECONFIG is unusable.
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env, err := testenv.ForCluster(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if err := env.InstallCRDs(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := testenv.ApplyFile(ctx, env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.RunProvider(ctx, time.Hour); err != nil {
-		t.Fatal(err)
-	}
-
+	env := provider(t)
+	ctx := context.Background()
 	ns := env.Namespace(t, "e2e-immortal", nil)
 	ic := &workloadv1alpha1.ImmortalContainer{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
@@ -87,4 +69,45 @@ func TestImmortalContainerOnLocalControlPlane(t *testing.T) {
 		errPod := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, &corev1.Pod{})
 		return kerrors.IsNotFound(errIC) && kerrors.IsNotFound(errPod), nil
 	})
+}
+
+var (
+	startOnce sync.Once
+	started   *testenv.Env
+	startErr  error
+)
+
+// provider installs the CRDs and the default ClusterProviderConfig on the
+// cluster of $KUBECONFIG and runs the provider's controllers in-process, once
+// for all tests of the package (controller names are unique per process).
+func provider(t *testing.T) *testenv.Env {
+	t.Helper()
+	newClient(t) // Fails clearly when KUBECONFIG is unusable.
+	startOnce.Do(func() {
+		cfg, err := ctrl.GetConfig()
+		if err != nil {
+			startErr = err
+			return
+		}
+		env, err := testenv.ForCluster(cfg)
+		if err != nil {
+			startErr = err
+			return
+		}
+		ctx := context.Background()
+		if err := env.InstallCRDs(ctx); err != nil {
+			startErr = err
+			return
+		}
+		if _, err := testenv.ApplyFile(ctx, env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
+			startErr = err
+			return
+		}
+		_, startErr = env.RunProvider(ctx, time.Hour)
+		started = env
+	})
+	if startErr != nil {
+		t.Fatal(startErr)
+	}
+	return started
 }

@@ -87,6 +87,40 @@ func TestAdmission(t *testing.T) {
 			reason: "A full, valid ImmortalContainer is accepted.",
 			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: valid-ic}, spec: {forProvider: {image: "nginx:1.27", command: [nginx], args: ["-g", "daemon off;"], resources: {limits: {memory: 64Mi}}, restartBackoff: {initial: 500ms, max: 1h30m}}}}`,
 		},
+		"AppBundleEmptyImage": {
+			reason: "An AppBundle needs an image.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: AppBundle, metadata: {name: ab1}, spec: {forProvider: {image: ""}}}`,
+			want:   "spec.forProvider.image: Invalid value",
+		},
+		"AppBundleNegativeReplicas": {
+			reason: "Replicas cannot be negative.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: AppBundle, metadata: {name: ab2}, spec: {forProvider: {image: nginx, replicas: -1}}}`,
+			want:   "spec.forProvider.replicas: Invalid value: -1: spec.forProvider.replicas in body should be greater than or equal to 0",
+		},
+		"AppBundleBadQuantity": {
+			reason: "A storage size must be a quantity.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: AppBundle, metadata: {name: ab3}, spec: {forProvider: {image: nginx, storage: {size: lots}}}}`,
+			want:   "spec.forProvider.storage.size",
+		},
+		"AppBundleUnknownServiceType": {
+			reason: "Only None, ClusterIP and NodePort services are known.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: AppBundle, metadata: {name: ab4}, spec: {forProvider: {image: nginx, port: 80, service: LoadBalancer}}}`,
+			want:   `Unsupported value: "LoadBalancer"`,
+		},
+		"AppBundleServiceWithoutPort": {
+			reason: "A Service needs a port.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: AppBundle, metadata: {name: ab5}, spec: {forProvider: {image: nginx, service: ClusterIP}}}`,
+			want:   "a service needs spec.forProvider.port",
+		},
+		"AppBundleUnknownAccessMode": {
+			reason: "Access modes are the four Kubernetes knows.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: AppBundle, metadata: {name: ab6}, spec: {forProvider: {image: nginx, storage: {accessModes: [ReadWriteSometimes]}}}}`,
+			want:   `Unsupported value: "ReadWriteSometimes"`,
+		},
+		"AppBundleValid": {
+			reason: "A full, valid AppBundle is accepted.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: AppBundle, metadata: {name: ab7}, spec: {forProvider: {image: "nginx:1.21", replicas: 2, port: 80, service: NodePort, env: [{name: A, value: b}], resources: {requests: {cpu: 100m}}, storage: {size: 2Gi, accessModes: [ReadWriteMany], storageClassName: fast, mountPath: /var/lib/app}, pvcDeletionPolicy: Delete, adoptExisting: true}}}`,
+		},
 		"ImmortalContainerNoForProvider": {
 			reason: "An ImmortalContainer without parameters is refused.",
 			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: k}, spec: {}}`,

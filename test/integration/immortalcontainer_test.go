@@ -74,10 +74,7 @@ func TestImmortalContainerRecreatesItsPod(t *testing.T) {
 	})
 
 	// A new image replaces the pod.
-	ic.Spec.ForProvider.Image = "nginx:1.28"
-	if err := env.Client.Update(ctx, ic); err != nil {
-		t.Fatal(err)
-	}
+	env.Update(t, ic, func() { ic.Spec.ForProvider.Image = "nginx:1.28" })
 	testenv.Eventually(t, wait, "the pod to run the new image", func(ctx context.Context) (bool, error) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, pod)
 		return pod.Spec.Containers[0].Image == "nginx:1.28" && pod.DeletionTimestamp == nil, err

@@ -28,6 +28,14 @@ var (
 	ImmortalContainerGroupVersionKind = SchemeGroupVersion.WithKind(ImmortalContainerKind)
 )
 
+// AppBundle type metadata.
+var (
+	AppBundleKind             = reflect.TypeOf(AppBundle{}).Name()
+	AppBundleGroupKind        = schema.GroupKind{Group: Group, Kind: AppBundleKind}.String()
+	AppBundleGroupVersionKind = SchemeGroupVersion.WithKind(AppBundleKind)
+)
+
 func init() {
 	SchemeBuilder.Register(&ImmortalContainer{}, &ImmortalContainerList{})
+	SchemeBuilder.Register(&AppBundle{}, &AppBundleList{})
 }

@@ -20,6 +20,15 @@ package v1alpha1
 
 import resource "github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
+// GetItems of this AppBundleList.
+func (l *AppBundleList) GetItems() []resource.Managed {
+	items := make([]resource.Managed, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items
+}
+
 // GetItems of this ImmortalContainerList.
 func (l *ImmortalContainerList) GetItems() []resource.Managed {
 	items := make([]resource.Managed, len(l.Items))

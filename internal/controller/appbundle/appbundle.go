@@ -1,0 +1,321 @@
+// Package appbundle runs one image as a Deployment with its own storage and an
+// optional Service, and repairs any drift of them on the watch event.
+package appbundle
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/target"
+)
+
+// TypeStorageSynced is the condition that tells whether the data claim is as
+// the AppBundle wants, or why a wanted change cannot be made.
+const TypeStorageSynced xpv2.ConditionType = "StorageSynced"
+
+const reasonChangeRefused event.Reason = "StorageChangeRefused"
+
+// Setup adds the AppBundle controller to mgr.
+func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.AppBundle]{
+		GroupKind: v1alpha1.AppBundleGroupKind,
+		Kind:      resource.ManagedKind(v1alpha1.AppBundleGroupVersionKind),
+		Object:    &v1alpha1.AppBundle{},
+		List:      &v1alpha1.AppBundleList{},
+		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.AppBundle) managed.TypedExternalClient[*v1alpha1.AppBundle] {
+			return &external{cluster: c, record: rec}
+		},
+		// A deleted or edited child is repaired on the event, not at the next poll.
+		Watch: func(b *builder.Builder) *builder.Builder {
+			h := handler.EnqueueRequestsFromMapFunc(bundleOf)
+			return b.Watches(&appsv1.Deployment{}, h).Watches(&corev1.PersistentVolumeClaim{}, h).Watches(&corev1.Service{}, h)
+		},
+	})
+}
+
+func bundleOf(_ context.Context, o client.Object) []reconcile.Request {
+	n, ok := o.GetLabels()[LabelOwner]
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
+}
+
+type external struct {
+	cluster *target.Cluster
+	record  event.Recorder
+}
+
+// children are an AppBundle's objects as they are; nil where missing.
+type children struct {
+	deployment *appsv1.Deployment
+	pvc        *corev1.PersistentVolumeClaim
+	service    *corev1.Service
+}
+
+// get reads o by name into o, returning false when it does not exist. Reads go
+// to the API server, not a label-filtered cache: a same-named object the
+// AppBundle did not create must be seen so it is never taken over by mistake.
+func (e *external) get(ctx context.Context, ns, name string, o client.Object) (bool, error) {
+	err := e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, o)
+	if kerrors.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, errors.Wrapf(err, "cannot get %T %q", o, name)
+}
+
+func (e *external) children(ctx context.Context, ab *v1alpha1.AppBundle) (children, error) {
+	var c children
+	d, p, s := &appsv1.Deployment{}, &corev1.PersistentVolumeClaim{}, &corev1.Service{}
+	for _, x := range []struct {
+		name string
+		obj  client.Object
+		set  func()
+	}{
+		{ab.GetName(), d, func() { c.deployment = d }},
+		{PVCName(ab), p, func() { c.pvc = p }},
+		{ab.GetName(), s, func() { c.service = s }},
+	} {
+		ok, err := e.get(ctx, ab.GetNamespace(), x.name, x.obj)
+		if err != nil {
+			return c, err
+		}
+		if !ok {
+			continue
+		}
+		if !ownedBy(x.obj, ab) && !ab.Spec.ForProvider.AdoptExisting {
+			kind := fmt.Sprintf("%T", x.obj)[len("*v1."):]
+			return c, errors.Errorf("%s %q exists and was not created by this AppBundle: it is left alone; delete or rename it, or set spec.forProvider.adoptExisting: true to take it over", kind, x.name)
+		}
+		x.set()
+	}
+	return c, nil
+}
+
+func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalObservation, error) {
+	c, err := e.children(ctx, ab)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	retainedPVC := meta.WasDeleted(ab) && ab.Spec.ForProvider.PVCDeletionPolicy != v1alpha1.PVCDelete
+	if c.deployment == nil && c.service == nil && (c.pvc == nil || retainedPVC) {
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+	if meta.WasDeleted(ab) {
+		return managed.ExternalObservation{ResourceExists: true}, nil
+	}
+	upToDate := true
+	o := &ab.Status.AtProvider
+	*o = v1alpha1.AppBundleObservation{}
+
+	if c.deployment == nil || !ownedBy(c.deployment, ab) || deploymentDrifted(desiredDeployment(ab, e.cluster.Local), c.deployment) {
+		upToDate = false
+	}
+	if c.deployment != nil {
+		o.ReadyReplicas, o.Replicas = c.deployment.Status.ReadyReplicas, c.deployment.Status.Replicas
+	}
+
+	if c.pvc == nil {
+		upToDate = false
+	} else {
+		o.PVCPhase = c.pvc.Status.Phase
+		if q, ok := c.pvc.Status.Capacity[corev1.ResourceStorage]; ok {
+			o.PVCCapacity = q.String()
+		}
+		change, err := e.pvcChange(ctx, ab, c.pvc)
+		if err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		e.setStorageCondition(ab, change)
+		upToDate = upToDate && !change.Apply && ownedBy(c.pvc, ab)
+	}
+
+	switch {
+	case wantsService(ab) && c.service == nil:
+		upToDate = false
+	case wantsService(ab):
+		upToDate = upToDate && ownedBy(c.service, ab) && !serviceDrifted(desiredService(ab, e.cluster.Local), c.service)
+		o.ServiceAddress = serviceAddress(c.service)
+	case c.service != nil:
+		// A Service is no longer wanted.
+		upToDate = false
+	}
+
+	ab.SetConditions(readiness(ab, c))
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate}, nil
+}
+
+// readiness: Ready when the Deployment is Available and the Service, if
+// wanted, exists.
+func readiness(ab *v1alpha1.AppBundle, c children) xpv2.Condition {
+	if c.deployment == nil {
+		return xpv2.Unavailable().WithMessage("Deployment does not exist")
+	}
+	for _, cond := range c.deployment.Status.Conditions {
+		if cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionTrue {
+			if wantsService(ab) && c.service == nil {
+				return xpv2.Unavailable().WithMessage("Service does not exist")
+			}
+			return xpv2.Available()
+		}
+	}
+	return xpv2.Unavailable().WithMessage(fmt.Sprintf("Deployment is not Available: %d/%d replicas ready", c.deployment.Status.ReadyReplicas, c.deployment.Status.Replicas))
+}
+
+func serviceAddress(s *corev1.Service) string {
+	if len(s.Spec.Ports) == 0 {
+		return ""
+	}
+	if s.Spec.Type == corev1.ServiceTypeNodePort && s.Spec.Ports[0].NodePort != 0 {
+		return fmt.Sprintf("NodePort %d on every node", s.Spec.Ports[0].NodePort)
+	}
+	return fmt.Sprintf("%s:%d", s.Spec.ClusterIP, s.Spec.Ports[0].Port)
+}
+
+// pvcChange works out what may be done to the existing claim; it reads the
+// storage class only when the claim would have to grow.
+func (e *external) pvcChange(ctx context.Context, ab *v1alpha1.AppBundle, got *corev1.PersistentVolumeClaim) (pvcChange, error) {
+	want := desiredPVC(ab, e.cluster.Local)
+	expandable := false
+	w, g := want.Spec.Resources.Requests[corev1.ResourceStorage], got.Spec.Resources.Requests[corev1.ResourceStorage]
+	if w.Cmp(g) > 0 && got.Spec.StorageClassName != nil {
+		sc := &storagev1.StorageClass{}
+		err := e.cluster.Client.Get(ctx, types.NamespacedName{Name: *got.Spec.StorageClassName}, sc)
+		if resource.IgnoreNotFound(err) != nil {
+			return pvcChange{}, errors.Wrapf(err, "cannot get StorageClass %q", *got.Spec.StorageClassName)
+		}
+		expandable = err == nil && sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
+	}
+	return pvcDiff(want, got, expandable), nil
+}
+
+func (e *external) setStorageCondition(ab *v1alpha1.AppBundle, c pvcChange) {
+	if c.Refused == "" {
+		ab.SetConditions(xpv2.Condition{Type: TypeStorageSynced, Status: corev1.ConditionTrue, Reason: "UpToDate", LastTransitionTime: metav1.Now()})
+		return
+	}
+	prev := ab.GetCondition(TypeStorageSynced)
+	ab.SetConditions(xpv2.Condition{Type: TypeStorageSynced, Status: corev1.ConditionFalse, Reason: "ChangeRefused", Message: c.Refused, LastTransitionTime: metav1.Now()})
+	if prev.Message != c.Refused {
+		// Once per refusal, not on every poll.
+		e.record.Event(ab, event.Warning(reasonChangeRefused, errors.New(c.Refused)))
+	}
+}
+
+func (e *external) Create(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalCreation, error) {
+	ab.SetConditions(xpv2.Creating())
+	return managed.ExternalCreation{}, e.apply(ctx, ab)
+}
+
+func (e *external) Update(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalUpdate, error) {
+	return managed.ExternalUpdate{}, e.apply(ctx, ab)
+}
+
+// apply writes every child with server-side apply, so that fields others own
+// (an HPA's replicas, another controller's annotations) are left alone. The
+// claim is written only where a change is allowed.
+func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) error {
+	opts := []client.PatchOption{client.FieldOwner(FieldManager), client.ForceOwnership}
+	c, err := e.children(ctx, ab)
+	if err != nil {
+		return err
+	}
+	if d := c.deployment; d != nil && !equality.Semantic.DeepEqual(d.Spec.Selector, desiredDeployment(ab, false).Spec.Selector) {
+		return errors.Errorf("cannot adopt Deployment %q: its selector %s differs from %s, and a Deployment's selector cannot change; delete it so the AppBundle can create its own",
+			d.GetName(), metav1.FormatLabelSelector(d.Spec.Selector), metav1.FormatLabelSelector(desiredDeployment(ab, false).Spec.Selector))
+	}
+	writePVC := c.pvc == nil
+	if c.pvc != nil {
+		change, err := e.pvcChange(ctx, ab, c.pvc)
+		if err != nil {
+			return err
+		}
+		writePVC = change.Apply && change.Refused == ""
+	}
+	if writePVC {
+		if err := e.cluster.Client.Patch(ctx, desiredPVC(ab, e.cluster.Local), client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
+			return errors.Wrapf(err, "cannot apply PersistentVolumeClaim %q", PVCName(ab))
+		}
+	}
+	want := desiredDeployment(ab, e.cluster.Local)
+	if d := c.deployment; d != nil && want.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && d.Spec.Strategy.RollingUpdate != nil {
+		// rollingUpdate is owned by whoever set or defaulted it, so applying
+		// Recreate alone would leave an invalid mix: clear it explicitly.
+		p := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"strategy":{"type":"Recreate","rollingUpdate":null}}}`))
+		if err := e.cluster.Client.Patch(ctx, d, p, client.FieldOwner(FieldManager)); err != nil {
+			return errors.Wrapf(err, "cannot switch Deployment %q to the Recreate strategy", d.GetName())
+		}
+	}
+	if err := e.cluster.Client.Patch(ctx, want, client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
+		return errors.Wrapf(err, "cannot apply Deployment %q", ab.GetName())
+	}
+	if s := desiredService(ab, e.cluster.Local); s != nil {
+		return errors.Wrapf(e.cluster.Client.Patch(ctx, s, client.Apply, opts...), "cannot apply Service %q", ab.GetName()) //nolint:staticcheck // Typed server-side apply.
+	}
+	if c.service != nil {
+		return errors.Wrapf(e.delete(ctx, c.service), "cannot delete Service %q that is no longer wanted", ab.GetName())
+	}
+	return nil
+}
+
+// Delete deletes the Deployment and the Service, and the claim only under the
+// Delete policy.
+func (e *external) Delete(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalDelete, error) {
+	ab.SetConditions(xpv2.Deleting())
+	c, err := e.children(ctx, ab)
+	if err != nil {
+		return managed.ExternalDelete{}, err
+	}
+	for _, o := range []client.Object{c.service, c.deployment} {
+		if !isNil(o) {
+			if err := e.delete(ctx, o); err != nil {
+				return managed.ExternalDelete{}, errors.Wrapf(err, "cannot delete %s", o.GetName())
+			}
+		}
+	}
+	if c.pvc != nil && ab.Spec.ForProvider.PVCDeletionPolicy == v1alpha1.PVCDelete {
+		return managed.ExternalDelete{}, errors.Wrapf(e.delete(ctx, c.pvc), "cannot delete PersistentVolumeClaim %q", PVCName(ab))
+	}
+	return managed.ExternalDelete{}, nil
+}
+
+func (e *external) delete(ctx context.Context, o client.Object) error {
+	uid := o.GetUID()
+	return resource.IgnoreNotFound(e.cluster.Client.Delete(ctx, o, client.Preconditions{UID: &uid}, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+}
+
+func isNil(o client.Object) bool {
+	switch v := o.(type) {
+	case *corev1.Service:
+		return v == nil
+	case *appsv1.Deployment:
+		return v == nil
+	}
+	return o == nil
+}
+
+func (e *external) Disconnect(context.Context) error { return nil }

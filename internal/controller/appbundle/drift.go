@@ -1,0 +1,141 @@
+package appbundle
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+func intOrString(p int32) intstr.IntOrString { return intstr.FromInt32(p) }
+
+// deploymentDrifted reports whether the fields the AppBundle sets on its
+// Deployment differ from what it wants. Fields it does not set (defaults, or
+// fields owned by others) are not compared, so their values never cause a write.
+func deploymentDrifted(want, got *appsv1.Deployment) bool {
+	if want.Spec.Replicas != nil && (got.Spec.Replicas == nil || *got.Spec.Replicas != *want.Spec.Replicas) {
+		return true
+	}
+	if !labelsContain(got.Labels, want.Labels) || !labelsContain(got.Spec.Template.Labels, want.Spec.Template.Labels) {
+		return true
+	}
+	if want.Spec.Strategy.Type != "" && got.Spec.Strategy.Type != want.Spec.Strategy.Type {
+		return true
+	}
+	wc, gc := want.Spec.Template.Spec.Containers[0], container(got, containerName)
+	if gc == nil {
+		return true
+	}
+	if gc.Image != wc.Image || !equality.Semantic.DeepEqual(nilIfEmpty(gc.Env), nilIfEmpty(wc.Env)) ||
+		!equality.Semantic.DeepEqual(gc.Resources, wc.Resources) || !portsMatch(wc.Ports, gc.Ports) {
+		return true
+	}
+	if !mountsContain(gc.VolumeMounts, wc.VolumeMounts[0]) || !volumesContain(got.Spec.Template.Spec.Volumes, want.Spec.Template.Spec.Volumes[0]) {
+		return true
+	}
+	return false
+}
+
+func container(d *appsv1.Deployment, name string) *corev1.Container {
+	for i := range d.Spec.Template.Spec.Containers {
+		if d.Spec.Template.Spec.Containers[i].Name == name {
+			return &d.Spec.Template.Spec.Containers[i]
+		}
+	}
+	return nil
+}
+
+func nilIfEmpty(e []corev1.EnvVar) []corev1.EnvVar {
+	if len(e) == 0 {
+		return nil
+	}
+	return e
+}
+
+func portsMatch(want, got []corev1.ContainerPort) bool {
+	if len(want) != len(got) {
+		return false
+	}
+	for i := range want {
+		if want[i].ContainerPort != got[i].ContainerPort || want[i].Name != got[i].Name {
+			return false
+		}
+	}
+	return true
+}
+
+func mountsContain(got []corev1.VolumeMount, want corev1.VolumeMount) bool {
+	for _, m := range got {
+		if m.Name == want.Name && m.MountPath == want.MountPath {
+			return true
+		}
+	}
+	return false
+}
+
+func volumesContain(got []corev1.Volume, want corev1.Volume) bool {
+	for _, v := range got {
+		if v.Name == want.Name && v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == want.PersistentVolumeClaim.ClaimName {
+			return true
+		}
+	}
+	return false
+}
+
+func labelsContain(got, want map[string]string) bool {
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// serviceDrifted reports whether the Service's type, selector or port differ.
+func serviceDrifted(want, got *corev1.Service) bool {
+	if got.Spec.Type != want.Spec.Type || !equality.Semantic.DeepEqual(got.Spec.Selector, want.Spec.Selector) || !labelsContain(got.Labels, want.Labels) {
+		return true
+	}
+	if len(got.Spec.Ports) != 1 {
+		return true
+	}
+	w, g := want.Spec.Ports[0], got.Spec.Ports[0]
+	return g.Port != w.Port || g.TargetPort != w.TargetPort || g.Name != w.Name
+}
+
+// A pvcChange is what may, and what may not, be done to bring an existing
+// claim to what the AppBundle wants.
+type pvcChange struct {
+	// Apply is true when the claim should be written: its labels or owner
+	// drifted, or it may grow.
+	Apply bool
+	// Refused says why a wanted change cannot be made; empty when none is refused.
+	Refused string
+}
+
+// pvcDiff compares the claim with what the AppBundle wants. Access modes and
+// storage class are immutable, and a claim can only grow, and only where its
+// storage class allows expansion (expandable).
+func pvcDiff(want, got *corev1.PersistentVolumeClaim, expandable bool) pvcChange {
+	c := pvcChange{Apply: !labelsContain(got.Labels, want.Labels) || len(got.OwnerReferences) != len(want.OwnerReferences)}
+	if !equality.Semantic.DeepEqual(got.Spec.AccessModes, want.Spec.AccessModes) {
+		c.Refused = fmt.Sprintf("accessModes of PersistentVolumeClaim %q cannot change from %v to %v once it exists", got.Name, got.Spec.AccessModes, want.Spec.AccessModes)
+		return c
+	}
+	if want.Spec.StorageClassName != nil && (got.Spec.StorageClassName == nil || *got.Spec.StorageClassName != *want.Spec.StorageClassName) {
+		c.Refused = fmt.Sprintf("storageClassName of PersistentVolumeClaim %q cannot change once it exists", got.Name)
+		return c
+	}
+	w, g := want.Spec.Resources.Requests[corev1.ResourceStorage], got.Spec.Resources.Requests[corev1.ResourceStorage]
+	switch cmp := w.Cmp(g); {
+	case cmp < 0:
+		c.Refused = fmt.Sprintf("PersistentVolumeClaim %q cannot shrink from %s to %s", got.Name, g.String(), w.String())
+	case cmp > 0 && !expandable:
+		c.Refused = fmt.Sprintf("PersistentVolumeClaim %q cannot grow from %s to %s: its storage class does not allow volume expansion", got.Name, g.String(), w.String())
+	case cmp > 0:
+		c.Apply = true
+	}
+	return c
+}

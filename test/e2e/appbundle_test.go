@@ -1,0 +1,76 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+// TestAppBundleOnLocalControlPlane: the claim binds to a volume, the scheduler
+// and kwok run the pod, the Deployment becomes Available, and the AppBundle's
+// Ready follows it, through a deletion of the Deployment and back.
+func TestAppBundleOnLocalControlPlane(t *testing.T) {
+	env := provider(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "e2e-bundle", nil)
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-pv"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + ns}},
+			ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: "web-data"},
+		},
+	}
+	if err := env.Client.Create(ctx, pv); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), pv) })
+
+	ab := &workloadv1alpha1.AppBundle{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec:       workloadv1alpha1.AppBundleSpec{ForProvider: workloadv1alpha1.AppBundleParameters{Image: "nginx:1.21", Port: ptrTo[int32](80), Service: workloadv1alpha1.ServiceClusterIP}},
+	}
+	if err := env.Client.Create(ctx, ab); err != nil {
+		t.Fatal(err)
+	}
+	ready := func(what string) {
+		t.Helper()
+		testenv.Eventually(t, time.Minute, what, func(ctx context.Context) (bool, error) {
+			err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, ab)
+			return ab.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue, err
+		})
+	}
+	ready("the AppBundle to be Ready")
+	if o := ab.Status.AtProvider; o.PVCPhase != corev1.ClaimBound || o.ReadyReplicas != 1 || o.ServiceAddress == "" {
+		t.Errorf("status.atProvider = %+v, want a Bound claim, 1 ready replica and a Service address", o)
+	}
+
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, time.Minute, "Ready to drop while the Deployment is replaced", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, ab)
+		return ab.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue || ab.Status.AtProvider.ReadyReplicas == 0, err
+	})
+	ready("the AppBundle to be Ready again")
+}
+
+func ptrTo[T any](v T) *T { return &v }
