@@ -50,8 +50,9 @@ e2e: ## Run the e2e tests on a local control plane (started and stopped unless o
 	cluster/local/e2e.sh
 
 .PHONY: bench
-bench: ## Run the Go benchmarks.
-	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test -run '^$$' -bench . -benchmem ./...
+bench: ## Run the benchmarks on the local control plane and write docs/benchmarks.md.
+	cluster/local/build-tools.sh envtest kwok
+	cluster/local/bench.sh
 
 .PHONY: fuzz
 fuzz: ## Fuzz the pure functions that take user input, briefly.

@@ -176,9 +176,13 @@ metadata:
     kubernetes.io/os: linux
     kubernetes.io/arch: amd64
     type: kwok
+# The node only simulates pods: room for the benchmarks' thousands of them, and a pod CIDR
+# large enough for kwok to give each an address.
+spec:
+  podCIDR: 10.0.0.0/16
 status:
-  capacity: {cpu: "32", memory: 256Gi, pods: "110"}
-  allocatable: {cpu: "32", memory: 256Gi, pods: "110"}
+  capacity: {cpu: "1000", memory: 4Ti, pods: "5000"}
+  allocatable: {cpu: "1000", memory: 4Ti, pods: "5000"}
 EOF
 node_ready() {
   [[ "$(kc get node "$node_name" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" == True ]]

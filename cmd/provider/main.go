@@ -183,7 +183,9 @@ func run(o options) error {
 		co.Features.Enable(feature.EnableBetaManagementPolicies)
 	}
 
-	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), cfg, mgr.GetScheme(), target.WithProviderNamespace(o.namespace))
+	limited := ratelimiter.LimitRESTConfig(cfg, o.maxReconcileRate)
+	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), cfg, mgr.GetScheme(),
+		target.WithProviderNamespace(o.namespace), target.WithClientRate(limited.QPS, limited.Burst))
 	if o.safeStart {
 		co.Gate = new(gate.Gate[schema.GroupVersionKind])
 		if err := customresourcesgate.Setup(mgr, co); err != nil {

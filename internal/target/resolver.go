@@ -40,6 +40,8 @@ type Resolver struct {
 
 	providerNamespace string
 	recheck           time.Duration
+	qps               float32
+	burst             int
 	now               func() time.Time
 
 	mu       sync.Mutex
@@ -61,6 +63,12 @@ type Option func(*Resolver)
 // WithSecretRecheck sets how long a kubeconfig-based client is reused before
 // its Secret is read again.
 func WithSecretRecheck(d time.Duration) Option { return func(r *Resolver) { r.recheck = d } }
+
+// WithClientRate sets the request rate limits of target-cluster clients. Without
+// it they get client-go's default of 5 requests per second.
+func WithClientRate(qps float32, burst int) Option {
+	return func(r *Resolver) { r.qps, r.burst = qps, burst }
+}
 
 // WithProviderNamespace sets the provider's own namespace, which no managed
 // resource may reach into.
@@ -206,7 +214,7 @@ func (r *Resolver) localClient() (client.Client, error) {
 	if r.localCli != nil {
 		return r.localCli, nil
 	}
-	c, err := newClient(r.local, r.scheme)
+	c, err := r.newClient(r.local)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create a client for the provider's own cluster")
 	}
@@ -253,7 +261,7 @@ func (r *Resolver) remoteCluster(ctx context.Context, rc *resolvedConfig) (*Clus
 	if err != nil {
 		return nil, errors.Errorf("key %q of Secret %s (used by %s) does not hold a valid kubeconfig", rc.secretKey, rc.secretRef, rc.display)
 	}
-	cli, err := newClient(cfg, r.scheme)
+	cli, err := r.newClient(cfg)
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot create a client from the kubeconfig of %s", rc.display)
 	}
@@ -279,8 +287,11 @@ func (r *Resolver) kubeconfig(ctx context.Context, rc *resolvedConfig) ([]byte, 
 	return data, nil
 }
 
-func newClient(cfg *rest.Config, s *runtime.Scheme) (client.Client, error) {
+func (r *Resolver) newClient(cfg *rest.Config) (client.Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "provider-clusterops/" + version.Version
-	return client.New(cfg, client.Options{Scheme: s})
+	if r.qps > 0 {
+		cfg.QPS, cfg.Burst = r.qps, r.burst
+	}
+	return client.New(cfg, client.Options{Scheme: r.scheme})
 }

@@ -140,9 +140,16 @@ func (e *Env) Kubeconfig() ([]byte, error) {
 
 // RunProvider runs the provider's controllers against the Env until ctx ends,
 // as cmd/provider does but without safe-start gating (the CRDs are already
-// installed). poll is the safety-net poll interval.
+// installed), at a rate that keeps tests quick. poll is the safety-net poll
+// interval.
 func (e *Env) RunProvider(ctx context.Context, poll time.Duration) (*target.Resolver, error) {
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+	return e.RunProviderAtRate(ctx, poll, 50)
+}
+
+// RunProviderAtRate is RunProvider with cmd/provider's --max-reconcile-rate.
+func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate int) (*target.Resolver, error) {
+	limited := ratelimiter.LimitRESTConfig(e.Config, rate)
+	mgr, err := ctrl.NewManager(limited, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -159,13 +166,14 @@ func (e *Env) RunProvider(ctx context.Context, poll time.Duration) (*target.Reso
 	}
 	o := controller.Options{
 		Logger:                  log,
-		MaxConcurrentReconciles: 5,
+		MaxConcurrentReconciles: rate,
 		PollInterval:            poll,
-		GlobalRateLimiter:       ratelimiter.NewGlobal(100),
+		GlobalRateLimiter:       ratelimiter.NewGlobal(rate),
 		Features:                &feature.Flags{},
 	}
 	o.Features.Enable(feature.EnableBetaManagementPolicies)
-	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), e.Config, e.Scheme, target.WithProviderNamespace(ProviderNamespace))
+	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), e.Config, e.Scheme,
+		target.WithProviderNamespace(ProviderNamespace), target.WithClientRate(limited.QPS, limited.Burst))
 	if err := clusterops.Setup(mgr, o, r); err != nil {
 		return nil, errors.Wrap(err, "cannot set up controllers")
 	}

@@ -9,9 +9,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -74,3 +76,54 @@ func TestAppBundleOnLocalControlPlane(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestAppBundleGrowsExpandableClaim grows a bound claim whose storage class
+// allows expansion (the API server accepts a resize only for bound claims).
+func TestAppBundleGrowsExpandableClaim(t *testing.T) {
+	env := provider(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "e2e-grow", nil)
+	class := ns + "-expandable"
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "example.com/none", AllowVolumeExpansion: ptrTo(true)}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-pv"},
+		Spec: corev1.PersistentVolumeSpec{
+			StorageClassName:       class,
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("5Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/" + ns}},
+			ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: "db-data"},
+		},
+	}
+	for _, o := range []client.Object{sc, pv} {
+		if err := env.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
+	}
+	ab := &workloadv1alpha1.AppBundle{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns},
+		Spec: workloadv1alpha1.AppBundleSpec{ForProvider: workloadv1alpha1.AppBundleParameters{
+			Image: "postgres:16", Storage: workloadv1alpha1.Storage{StorageClassName: ptrTo(class)},
+		}},
+	}
+	if err := env.Client.Create(ctx, ab); err != nil {
+		t.Fatal(err)
+	}
+	pvc := &corev1.PersistentVolumeClaim{}
+	testenv.Eventually(t, time.Minute, "the claim to be bound", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db-data"}, pvc)
+		return pvc.Status.Phase == corev1.ClaimBound, err
+	})
+	q := resource.MustParse("2Gi")
+	env.Update(t, ab, func() { ab.Spec.ForProvider.Storage.Size = &q })
+	testenv.Eventually(t, time.Minute, "the claim to request 2Gi", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db-data"}, pvc)
+		got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		return got.Cmp(q) == 0, err
+	})
+	testenv.Eventually(t, time.Minute, "StorageSynced to be True", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db"}, ab)
+		return ab.GetCondition("StorageSynced").Status == corev1.ConditionTrue, err
+	})
+}

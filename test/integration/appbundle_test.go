@@ -129,6 +129,21 @@ func TestAppBundleCreatesAndRepairsItsObjects(t *testing.T) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, ab)
 		return ab.Status.AtProvider.ServiceAddress == svc.Spec.ClusterIP+":80", err
 	})
+	// The Service, edited or deleted, is repaired too.
+	env.Update(t, svc, func() { svc.Spec.Type = corev1.ServiceTypeNodePort })
+	testenv.Eventually(t, wait, "the Service type to be restored", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, svc)
+		return svc.Spec.Type == corev1.ServiceTypeClusterIP, err
+	})
+	if err := env.Client.Delete(ctx, svc); err != nil {
+		t.Fatal(err)
+	}
+	oldSvc := svc.UID
+	testenv.Eventually(t, wait, "the deleted Service to be recreated", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, svc)
+		return svc.UID != oldSvc, err
+	})
+
 	env.Update(t, ab, func() { ab.Spec.ForProvider.Service = workloadv1alpha1.ServiceNone })
 	testenv.Eventually(t, wait, "the Service to be deleted", func(ctx context.Context) (bool, error) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, &corev1.Service{})

@@ -16,8 +16,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -51,18 +49,10 @@ func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 		},
 		// A deleted or edited child is repaired on the event, not at the next poll.
 		Watch: func(b *builder.Builder) *builder.Builder {
-			h := handler.EnqueueRequestsFromMapFunc(bundleOf)
+			h := managedkind.EnqueueOwner(LabelOwner)
 			return b.Watches(&appsv1.Deployment{}, h).Watches(&corev1.PersistentVolumeClaim{}, h).Watches(&corev1.Service{}, h)
 		},
 	})
-}
-
-func bundleOf(_ context.Context, o client.Object) []reconcile.Request {
-	n, ok := o.GetLabels()[LabelOwner]
-	if !ok {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
 }
 
 type external struct {

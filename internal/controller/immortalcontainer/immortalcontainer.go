@@ -13,8 +13,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -43,7 +41,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 		},
 		// A pod that ends or goes away is replaced on the event, not at the next poll.
 		Watch: func(b *builder.Builder) *builder.Builder {
-			return b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podOwner))
+			return b.Watches(&corev1.Pod{}, managedkind.EnqueueOwner(LabelOwner))
 		},
 		// A backed-off restart happens when it is due, not at the next poll.
 		Options: []managed.ReconcilerOption{managed.WithPollIntervalHook(untilRestart(time.Now))},
@@ -60,14 +58,6 @@ func untilRestart(now func() time.Time) managed.PollIntervalHook {
 		d := ic.Status.AtProvider.NextRestartTime.Sub(now())
 		return max(min(d, poll), 10*time.Millisecond)
 	}
-}
-
-func podOwner(_ context.Context, o client.Object) []reconcile.Request {
-	n, ok := o.GetLabels()[LabelOwner]
-	if !ok {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
 }
 
 type external struct {

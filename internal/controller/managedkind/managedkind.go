@@ -3,9 +3,14 @@
 package managedkind
 
 import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -74,4 +79,16 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *
 		b = k.Watch(b)
 	}
 	return errors.Wrapf(b.Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(mr), o.GlobalRateLimiter)), "cannot set up %s controller", k.GroupKind)
+}
+
+// EnqueueOwner enqueues the managed resource named by an object's label key, in
+// the object's namespace: how each kind hears about the objects it made.
+func EnqueueOwner(key string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		n, ok := o.GetLabels()[key]
+		if !ok {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
+	})
 }

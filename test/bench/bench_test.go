@@ -1,0 +1,217 @@
+//go:build bench
+
+// Package bench measures the provider against the local control plane
+// (`make bench` starts it): latency of its reactions and throughput of whole
+// fleets of managed resources. Benchmarks measure; they never fail on a timing.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+var (
+	startOnce sync.Once
+	env       *testenv.Env
+	startErr  error
+)
+
+func provider(b *testing.B) *testenv.Env {
+	b.Helper()
+	startOnce.Do(func() {
+		cfg, err := ctrl.GetConfig()
+		if err != nil {
+			startErr = err
+			return
+		}
+		cfg.QPS, cfg.Burst = 500, 1000 // The benchmark's own client must not be the bottleneck.
+		if env, startErr = testenv.ForCluster(cfg); startErr != nil {
+			return
+		}
+		ctx := context.Background()
+		if startErr = env.InstallCRDs(ctx); startErr != nil {
+			return
+		}
+		if _, startErr = testenv.ApplyFile(ctx, env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); startErr != nil {
+			return
+		}
+		// The provider runs with cmd/provider's default --max-reconcile-rate
+		// unless BENCH_RATE says otherwise.
+		rate := 10
+		if v, err := strconv.Atoi(os.Getenv("BENCH_RATE")); err == nil && v > 0 {
+			rate = v
+		}
+		pe, err := testenv.ForCluster(ctrl.GetConfigOrDie())
+		if err != nil {
+			startErr = err
+			return
+		}
+		_, startErr = pe.RunProviderAtRate(ctx, time.Hour, rate)
+	})
+	if startErr != nil {
+		b.Fatal(startErr)
+	}
+	return env
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+func namespace(b *testing.B, c client.Client, prefix string) string {
+	b.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		b.Fatal(err)
+	}
+	return ns.Name
+}
+
+// BenchmarkImmortalContainerRecreate deletes the immortal pod b.N times and
+// measures the time from the delete call until its successor exists.
+func BenchmarkImmortalContainerRecreate(b *testing.B) {
+	e := provider(b)
+	ctx := context.Background()
+	ns := namespace(b, e.Client, "bench-immortal")
+	ic := &workloadv1alpha1.ImmortalContainer{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: ns},
+		Spec:       workloadv1alpha1.ImmortalContainerSpec{ForProvider: workloadv1alpha1.ImmortalContainerParameters{Image: "nginx"}},
+	}
+	if err := e.Client.Create(ctx, ic); err != nil {
+		b.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: ns, Name: "bench-immortalpod"}
+	pod := &corev1.Pod{}
+	next := func(prev types.UID) error {
+		return wait.PollUntilContextTimeout(ctx, 2*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := e.Client.Get(ctx, key, pod)
+			return err == nil && pod.UID != prev && pod.DeletionTimestamp == nil, nil
+		})
+	}
+	if err := next(""); err != nil {
+		b.Fatal(err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for range b.N {
+		prev := pod.UID
+		start := time.Now()
+		if err := e.Client.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+			b.Fatal(err)
+		}
+		if err := next(prev); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkAppBundlesToReady applies BENCH_APPBUNDLES (default 1000) AppBundles
+// at once, each with a volume for its claim, and measures the time until all
+// are Ready (their Deployments Available on kwok's fake node).
+func BenchmarkAppBundlesToReady(b *testing.B) {
+	e := provider(b)
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("BENCH_APPBUNDLES")); err == nil && v > 0 {
+		n = v
+	}
+	ctx := context.Background()
+	for range b.N {
+		b.StopTimer()
+		ns := namespace(b, e.Client, "bench-bundles")
+		parallel(b, n, func(i int) error {
+			return e.Client.Create(ctx, &corev1.PersistentVolume{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%d", ns, i)},
+				Spec: corev1.PersistentVolumeSpec{
+					Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+					AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/bench"}},
+					ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: fmt.Sprintf("app-%d-data", i)},
+				},
+			})
+		})
+		b.StartTimer()
+		start := time.Now()
+		parallel(b, n, func(i int) error {
+			return e.Client.Create(ctx, &workloadv1alpha1.AppBundle{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("app-%d", i), Namespace: ns},
+				Spec:       workloadv1alpha1.AppBundleSpec{ForProvider: workloadv1alpha1.AppBundleParameters{Image: "nginx:1.21"}},
+			})
+		})
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
+			l := &workloadv1alpha1.AppBundleList{}
+			if err := e.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return false, nil //nolint:nilerr // Try again.
+			}
+			ready := 0
+			for _, ab := range l.Items {
+				if ab.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+					ready++
+				}
+			}
+			return ready == n, nil
+		})
+		if err != nil {
+			b.Fatalf("not all %d AppBundles Ready: %v", n, err)
+		}
+		took := time.Since(start)
+		b.ReportMetric(took.Seconds(), "s-to-all-ready")
+		b.ReportMetric(float64(n)/took.Seconds(), "MRs/s")
+		b.StopTimer()
+		_ = e.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		b.StartTimer()
+	}
+}
+
+// parallel runs fn for 0..n-1 on 32 workers.
+func parallel(b *testing.B, n int, fn func(i int) error) {
+	b.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	work := make(chan int)
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				if err := fn(i); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+}
