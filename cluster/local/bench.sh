@@ -45,6 +45,6 @@ metric() { echo "$1" | grep -oE "[0-9.]+ $2" | head -1 | cut -d' ' -f1; }
 echo
   echo "Findings: pod recreation is fast in the median; the p99 outliers (about 1 s) match the controller"
   echo "workqueue's per-item exponential backoff (base 1 s) that follows the managed reconciler's"
-  echo "\\`Requeue: true\\` after a Create: to be removed under the benchmarks issue."
+  echo '`Requeue: true` after a Create: to be removed under the benchmarks issue.'
 } >"$root/docs/benchmarks.md"
 cat "$root/docs/benchmarks.md"
