@@ -106,6 +106,16 @@ start=$(date +%s%N)
 until [[ "$(kc -n demo get deployment my-web-app -o jsonpath='{.spec.template.spec.containers[0].image}')" == nginx:1.21 ]]; do sleep 0.05; done
 echo "image restored to nginx:1.21 after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 
+say "Changing nginx.conf: the ConfigRollout rolls the nginx Deployment (a new ReplicaSet)"
+ready_or_fail configrollout nginx >/dev/null
+before="$(kc -n demo get replicasets -l app=nginx --no-headers | wc -l)"
+kc -n demo patch configmap nginx-conf --type merge -p '{"data":{"nginx.conf":"events {}\nhttp { server { listen 80; return 200 \"changed\\n\"; } }\n"}}' >/dev/null
+start=$(date +%s%N)
+until [[ "$(kc -n demo get replicasets -l app=nginx --no-headers | wc -l)" -gt "$before" ]]; do sleep 0.05; done
+echo "new ReplicaSet after $(( ($(date +%s%N) - start) / 1000000 )) ms"
+kc -n demo get configrollouts
+kc -n demo get replicasets -l app=nginx
+
 say "Configs and their users"
 kc get clusterproviderconfigs
 kc get providerconfigs,providerconfigusages -A

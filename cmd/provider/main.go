@@ -10,7 +10,6 @@ import (
 	"os"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -128,11 +127,11 @@ func run(o options) error {
 			SyncPeriod:       &o.sync,
 			DefaultTransform: cache.TransformStripManagedFields(),
 			// Only objects the provider made are cached and watched, not every pod,
-			// Deployment, claim or Service in the cluster. Ownership checks read
-			// the API server, so objects outside the cache are still seen.
+			// claim or Service in the cluster; workloads, ConfigMaps and Secrets
+			// are watched as metadata only (ConfigRollout). Kinds read what they
+			// act on from the API server, so objects outside the cache are seen.
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Pod{}:                   {Label: ownedPods},
-				&appsv1.Deployment{}:            {Label: ownedByBundle},
 				&corev1.PersistentVolumeClaim{}: {Label: ownedByBundle},
 				&corev1.Service{}:               {Label: ownedByBundle},
 			},

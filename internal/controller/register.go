@@ -13,6 +13,7 @@ import (
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/appbundle"
 	"github.com/clusterops/provider-clusterops/internal/controller/config"
+	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
 	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
@@ -62,6 +63,10 @@ func kinds(r *target.Resolver) []kind {
 		{
 			gvks:  []schema.GroupVersionKind{workloadv1alpha1.AppBundleGroupVersionKind},
 			setup: func(m ctrl.Manager, o controller.Options) error { return appbundle.Setup(m, o, r) },
+		},
+		{
+			gvks:  []schema.GroupVersionKind{workloadv1alpha1.ConfigRolloutGroupVersionKind},
+			setup: func(m ctrl.Manager, o controller.Options) error { return configrollout.Setup(m, o, r) },
 		},
 	}
 }

@@ -121,6 +121,35 @@ func TestAdmission(t *testing.T) {
 			reason: "A full, valid AppBundle is accepted.",
 			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: AppBundle, metadata: {name: ab7}, spec: {forProvider: {image: "nginx:1.21", replicas: 2, port: 80, service: NodePort, env: [{name: A, value: b}], resources: {requests: {cpu: 100m}}, storage: {size: 2Gi, accessModes: [ReadWriteMany], storageClassName: fast, mountPath: /var/lib/app}, pvcDeletionPolicy: Delete, adoptExisting: true}}}`,
 		},
+		"ConfigRolloutNoSources": {
+			reason: "A ConfigRollout needs a source.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ConfigRollout, metadata: {name: cr1}, spec: {forProvider: {auto: true}}}`,
+			want:   "name at least one source in configMaps or secrets",
+		},
+		"ConfigRolloutNoWorkloads": {
+			reason: "A ConfigRollout needs a workload selection.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ConfigRollout, metadata: {name: cr2}, spec: {forProvider: {configMaps: [{name: c}]}}}`,
+			want:   "choose the workloads with exactly one of workloads, selector or auto: true",
+		},
+		"ConfigRolloutTwoSelections": {
+			reason: "Two ways of selecting workloads at once are refused.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ConfigRollout, metadata: {name: cr3}, spec: {forProvider: {configMaps: [{name: c}], auto: true, workloads: [{kind: Deployment, name: w}]}}}`,
+			want:   "choose the workloads with exactly one of workloads, selector or auto: true",
+		},
+		"ConfigRolloutUnknownKind": {
+			reason: "Only Deployments, StatefulSets and DaemonSets roll.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ConfigRollout, metadata: {name: cr4}, spec: {forProvider: {configMaps: [{name: c}], workloads: [{kind: CronJob, name: w}]}}}`,
+			want:   `Unsupported value: "CronJob"`,
+		},
+		"ConfigRolloutBadDebounce": {
+			reason: "A debounce must be a duration.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ConfigRollout, metadata: {name: cr5}, spec: {forProvider: {configMaps: [{name: c}], auto: true, debounce: soon}}}`,
+			want:   "debounce is a duration such as 500ms, 10s or 1m",
+		},
+		"ConfigRolloutValid": {
+			reason: "A full, valid ConfigRollout is accepted.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ConfigRollout, metadata: {name: cr6}, spec: {forProvider: {configMaps: [{name: c, keys: [nginx.conf]}], secrets: [{name: s}], selector: {matchLabels: {app: web}}, debounce: 5s}}}`,
+		},
 		"ImmortalContainerNoForProvider": {
 			reason: "An ImmortalContainer without parameters is refused.",
 			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: k}, spec: {}}`,

@@ -35,7 +35,15 @@ var (
 	AppBundleGroupVersionKind = SchemeGroupVersion.WithKind(AppBundleKind)
 )
 
+// ConfigRollout type metadata.
+var (
+	ConfigRolloutKind             = reflect.TypeOf(ConfigRollout{}).Name()
+	ConfigRolloutGroupKind        = schema.GroupKind{Group: Group, Kind: ConfigRolloutKind}.String()
+	ConfigRolloutGroupVersionKind = SchemeGroupVersion.WithKind(ConfigRolloutKind)
+)
+
 func init() {
+	SchemeBuilder.Register(&ConfigRollout{}, &ConfigRolloutList{})
 	SchemeBuilder.Register(&ImmortalContainer{}, &ImmortalContainerList{})
 	SchemeBuilder.Register(&AppBundle{}, &AppBundleList{})
 }

@@ -29,6 +29,15 @@ func (l *AppBundleList) GetItems() []resource.Managed {
 	return items
 }
 
+// GetItems of this ConfigRolloutList.
+func (l *ConfigRolloutList) GetItems() []resource.Managed {
+	items := make([]resource.Managed, len(l.Items))
+	for i := range l.Items {
+		items[i] = &l.Items[i]
+	}
+	return items
+}
+
 // GetItems of this ImmortalContainerList.
 func (l *ImmortalContainerList) GetItems() []resource.Managed {
 	items := make([]resource.Managed, len(l.Items))

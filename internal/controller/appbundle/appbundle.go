@@ -47,10 +47,13 @@ func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.AppBundle) managed.TypedExternalClient[*v1alpha1.AppBundle] {
 			return &external{cluster: c, record: rec}
 		},
-		// A deleted or edited child is repaired on the event, not at the next poll.
+		// A deleted or edited child is repaired on the event, not at the next
+		// poll. Observe reads the API server, so metadata is all the watches need.
 		Watch: func(b *builder.Builder) *builder.Builder {
 			h := managedkind.EnqueueOwner(LabelOwner)
-			return b.Watches(&appsv1.Deployment{}, h).Watches(&corev1.PersistentVolumeClaim{}, h).Watches(&corev1.Service{}, h)
+			return b.Watches(&appsv1.Deployment{}, h, builder.OnlyMetadata).
+				Watches(&corev1.PersistentVolumeClaim{}, h, builder.OnlyMetadata).
+				Watches(&corev1.Service{}, h, builder.OnlyMetadata)
 		},
 	})
 }

@@ -1,0 +1,353 @@
+package configrollout
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/target"
+)
+
+// AnnotationHash is the pod template annotation that carries the hash of the
+// configuration; changing it is what rolls a workload.
+const AnnotationHash = "workload.clusterops.io/config-hash"
+
+// AnnotationClaim, on a workload's own metadata (changing it rolls nothing),
+// names the ConfigRollout the workload follows: two ConfigRollouts with
+// different sources on one workload would overwrite each other's hash forever.
+const AnnotationClaim = "workload.clusterops.io/config-rollout"
+
+// fieldManagerPrefix starts the field manager of each ConfigRollout, which owns
+// the hash annotation and the claim, and nothing else, on its workloads.
+const fieldManagerPrefix = "configrollout-"
+
+// fieldManager is the field manager of a ConfigRollout (at most 128 characters).
+func fieldManager(cr *v1alpha1.ConfigRollout) string {
+	m := fieldManagerPrefix + cr.GetName()
+	if len(m) > 128 {
+		m = m[:128]
+	}
+	return m
+}
+
+// indexSources indexes ConfigRollouts by the sources they name ("ConfigMap/x").
+const indexSources = "configrollout.sources"
+
+const reasonRolled event.Reason = "RolledWorkload"
+
+var workloadChanges = builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
+
+// Setup adds the ConfigRollout controller to mgr.
+func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ConfigRollout{}, indexSources, sourceKeys); err != nil {
+		return errors.Wrap(err, "cannot index ConfigRollouts by source")
+	}
+	byNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		return rollouts(ctx, mgr.GetClient(), o.GetNamespace())
+	})
+	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ConfigRollout]{
+		GroupKind: v1alpha1.ConfigRolloutGroupKind,
+		Kind:      resource.ManagedKind(v1alpha1.ConfigRolloutGroupVersionKind),
+		Object:    &v1alpha1.ConfigRollout{},
+		List:      &v1alpha1.ConfigRolloutList{},
+		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
+			return &external{cluster: c, record: rec, now: time.Now}
+		},
+		// Sources and workloads are watched as metadata only: no ConfigMap or
+		// Secret content is ever cached, and any change still bumps the
+		// resourceVersion that brings an event.
+		Watch: func(b *builder.Builder) *builder.Builder {
+			return b.
+				Watches(&corev1.ConfigMap{}, bySource(mgr.GetClient(), KindConfigMap), builder.OnlyMetadata).
+				Watches(&corev1.Secret{}, bySource(mgr.GetClient(), KindSecret), builder.OnlyMetadata).
+				// A new, deleted or re-templated workload matters, and so does a
+				// released claim (an annotation); status churn does not.
+				Watches(&appsv1.Deployment{}, byNamespace, builder.OnlyMetadata, workloadChanges).
+				Watches(&appsv1.StatefulSet{}, byNamespace, builder.OnlyMetadata, workloadChanges).
+				Watches(&appsv1.DaemonSet{}, byNamespace, builder.OnlyMetadata, workloadChanges)
+		},
+		Options: []managed.ReconcilerOption{managed.WithPollIntervalHook(untilDebounced(time.Now))},
+	})
+}
+
+func sourceKeys(o client.Object) []string {
+	cr, ok := o.(*v1alpha1.ConfigRollout)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, s := range cr.Spec.ForProvider.ConfigMaps {
+		keys = append(keys, KindConfigMap+"/"+s.Name)
+	}
+	for _, s := range cr.Spec.ForProvider.Secrets {
+		keys = append(keys, KindSecret+"/"+s.Name)
+	}
+	return keys
+}
+
+func bySource(c client.Reader, kind string) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
+		l := &v1alpha1.ConfigRolloutList{}
+		if err := c.List(ctx, l, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSources: kind + "/" + o.GetName()}); err != nil {
+			return nil
+		}
+		return requests(l)
+	})
+}
+
+func rollouts(ctx context.Context, c client.Reader, ns string) []reconcile.Request {
+	l := &v1alpha1.ConfigRolloutList{}
+	if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+		return nil
+	}
+	return requests(l)
+}
+
+func requests(l *v1alpha1.ConfigRolloutList) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(l.Items))
+	for _, cr := range l.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: cr.Namespace, Name: cr.Name}})
+	}
+	return out
+}
+
+// untilDebounced shortens the poll interval to the end of a debounce window.
+func untilDebounced(now func() time.Time) managed.PollIntervalHook {
+	return func(mg resource.Managed, poll time.Duration) time.Duration {
+		cr, ok := mg.(*v1alpha1.ConfigRollout)
+		if !ok {
+			return poll
+		}
+		if due, waiting := debounceDue(cr, now()); waiting {
+			return max(min(due.Sub(now()), poll), 10*time.Millisecond)
+		}
+		return poll
+	}
+}
+
+// debounceDue is when the current change may be rolled out, and whether that
+// is still to come.
+func debounceDue(cr *v1alpha1.ConfigRollout, now time.Time) (time.Time, bool) {
+	d, at := cr.Spec.ForProvider.Debounce, cr.Status.AtProvider.ChangedAt
+	if d == nil || d.Duration <= 0 || at == nil {
+		return time.Time{}, false
+	}
+	due := at.Add(d.Duration)
+	return due, now.Before(due)
+}
+
+type external struct {
+	cluster *target.Cluster
+	record  event.Recorder
+	now     func() time.Time
+}
+
+// readSources hashes every source, and names the ones that do not exist.
+func (e *external) readSources(ctx context.Context, cr *v1alpha1.ConfigRollout) ([]v1alpha1.SourceHash, []string, error) {
+	var out []v1alpha1.SourceHash
+	var missing []string
+	ns := cr.GetNamespace()
+	for _, s := range cr.Spec.ForProvider.ConfigMaps {
+		cm := &corev1.ConfigMap{}
+		c := Content{Kind: KindConfigMap, Name: s.Name, Missing: true}
+		err := e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: s.Name}, cm)
+		if resource.IgnoreNotFound(err) != nil {
+			return nil, nil, errors.Wrapf(err, "cannot get ConfigMap %q", s.Name)
+		}
+		if err == nil {
+			c = ConfigMapContent(cm, s.Keys)
+		}
+		out = append(out, v1alpha1.SourceHash{Kind: KindConfigMap, Name: s.Name, Hash: Hash(c), Missing: c.Missing})
+	}
+	for _, s := range cr.Spec.ForProvider.Secrets {
+		sec := &corev1.Secret{}
+		c := Content{Kind: KindSecret, Name: s.Name, Missing: true}
+		err := e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: s.Name}, sec)
+		if resource.IgnoreNotFound(err) != nil {
+			// Errors name the Secret, never its data.
+			return nil, nil, errors.Wrapf(err, "cannot get Secret %q", s.Name)
+		}
+		if err == nil {
+			c = SecretContent(sec, s.Keys)
+		}
+		out = append(out, v1alpha1.SourceHash{Kind: KindSecret, Name: s.Name, Hash: Hash(c), Missing: c.Missing})
+	}
+	for _, s := range out {
+		if s.Missing {
+			missing = append(missing, fmt.Sprintf("%s %q", s.Kind, s.Name))
+		}
+	}
+	return out, missing, nil
+}
+
+// Observe hashes the sources and compares the hash with what each selected
+// workload carries. It never writes outside the ConfigRollout's status.
+func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalObservation, error) {
+	if meta.WasDeleted(cr) {
+		// Delete releases the claims; the hash annotations stay.
+		all, err := list(ctx, e.cluster.Client, cr.GetNamespace(), client.MatchingLabels{})
+		if err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		for _, w := range all {
+			if w.Claim == cr.GetName() {
+				return managed.ExternalObservation{ResourceExists: true}, nil
+			}
+		}
+		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+	o := &cr.Status.AtProvider
+	sources, missing, err := e.readSources(ctx, cr)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	hashes := make([]string, 0, len(sources))
+	for _, s := range sources {
+		hashes = append(hashes, s.Hash)
+	}
+	o.Sources = sources
+	if h := Combined(hashes); h != o.Hash {
+		now := metav1.NewTime(e.now())
+		o.Hash, o.ChangedAt = h, &now
+	}
+
+	ws, missingWorkloads, err := selectWorkloads(ctx, e.cluster.Client, cr)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	last := map[string]*metav1.Time{}
+	for _, w := range o.Workloads {
+		last[w.Kind+"/"+w.Name] = w.LastRollout
+	}
+	o.Workloads = make([]v1alpha1.RolledWorkload, 0, len(ws))
+	pending := 0
+	var claimed []string
+	for _, w := range ws {
+		if w.Claim != "" && w.Claim != cr.GetName() {
+			claimed = append(claimed, fmt.Sprintf("%s %q follows ConfigRollout %q", w.Kind, w.Name, w.Claim))
+			continue
+		}
+		o.Workloads = append(o.Workloads, v1alpha1.RolledWorkload{Kind: w.Kind, Name: w.Name, Hash: w.carried(), LastRollout: last[w.Kind+"/"+w.Name]})
+		if w.carried() != o.Hash {
+			pending++
+		}
+	}
+
+	switch {
+	case len(missing) > 0:
+		// Nothing is rolled on a partial view of the configuration; the source's
+		// creation brings us back.
+		cr.SetConditions(xpv2.Unavailable().WithMessage(strings.Join(missing, ", ") + " does not exist: nothing is rolled until it does"))
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	case pending > 0:
+		if due, waiting := debounceDue(cr, e.now()); waiting {
+			cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%d workloads to roll after the debounce window, at %s", pending, due.UTC().Format(time.RFC3339))))
+			return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+		}
+		cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%d workloads to roll", pending)))
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}, nil
+	case len(claimed) > 0:
+		cr.SetConditions(xpv2.Unavailable().WithMessage(strings.Join(claimed, ", ") + ": a workload follows one ConfigRollout, so it is not rolled by this one"))
+	case len(missingWorkloads) > 0:
+		cr.SetConditions(xpv2.Unavailable().WithMessage(strings.Join(missingWorkloads, ", ") + " does not exist"))
+	default:
+		cr.SetConditions(xpv2.Available())
+	}
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+}
+
+// Create has nothing to make: a ConfigRollout only acts on what exists.
+func (e *external) Create(context.Context, *v1alpha1.ConfigRollout) (managed.ExternalCreation, error) {
+	return managed.ExternalCreation{}, nil
+}
+
+// Update writes the current hash into every selected workload's pod template
+// that does not carry it yet; the workload's controller rolls its pods.
+func (e *external) Update(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalUpdate, error) {
+	o := &cr.Status.AtProvider
+	for i := range o.Workloads {
+		w := &o.Workloads[i]
+		if w.Hash == o.Hash {
+			continue
+		}
+		if err := e.roll(ctx, cr, w.Kind, w.Name, o.Hash); err != nil {
+			return managed.ExternalUpdate{}, err
+		}
+		now := metav1.NewTime(e.now())
+		w.Hash, w.LastRollout = o.Hash, &now
+		o.Rollouts++
+		e.record.Event(cr, event.Normal(reasonRolled, fmt.Sprintf("Rolled %s %q: its configuration changed (hash %s)", w.Kind, w.Name, o.Hash)))
+	}
+	cr.SetConditions(xpv2.Available())
+	return managed.ExternalUpdate{}, nil
+}
+
+// roll applies only the hash annotation and the claim, under the
+// ConfigRollout's own field manager, so it never touches what others own in
+// the workload; a manual edit of the annotation is drift and is taken back.
+func (e *external) roll(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, name, hash string) error {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind(kind)
+	u.SetNamespace(cr.GetNamespace())
+	u.SetName(name)
+	u.SetAnnotations(map[string]string{AnnotationClaim: cr.GetName()})
+	if err := unstructured.SetNestedField(u.Object, hash, "spec", "template", "metadata", "annotations", AnnotationHash); err != nil {
+		return errors.Wrap(err, "cannot build rollout patch")
+	}
+	err := e.cluster.Client.Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager(cr)), client.ForceOwnership) //nolint:staticcheck // Unstructured server-side apply.
+	if kerrors.IsNotFound(err) {
+		// Gone since we looked; the next observation will not select it.
+		return nil
+	}
+	return errors.Wrapf(err, "cannot roll %s %q", kind, name)
+}
+
+// Delete releases the ConfigRollout's claims and leaves the hash annotations
+// where they are: removing those would roll the workloads.
+func (e *external) Delete(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalDelete, error) {
+	all, err := list(ctx, e.cluster.Client, cr.GetNamespace(), client.MatchingLabels{})
+	if err != nil {
+		return managed.ExternalDelete{}, err
+	}
+	release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+AnnotationClaim+`":null}}}`))
+	for _, w := range all {
+		if w.Claim != cr.GetName() {
+			continue
+		}
+		o, _ := newObject(w.Kind)
+		o.SetNamespace(cr.GetNamespace())
+		o.SetName(w.Name)
+		if err := e.cluster.Client.Patch(ctx, o, release); resource.IgnoreNotFound(err) != nil {
+			return managed.ExternalDelete{}, errors.Wrapf(err, "cannot release %s %q", w.Kind, w.Name)
+		}
+	}
+	return managed.ExternalDelete{}, nil
+}
+
+func (e *external) Disconnect(context.Context) error { return nil }
