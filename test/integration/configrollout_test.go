@@ -262,3 +262,43 @@ func TestConfigRolloutsDoNotFight(t *testing.T) {
 		t.Errorf("claim = %q, want second", got)
 	}
 }
+
+// TestConfigRolloutReconcileWithoutChangeWritesNothing reconciles a settled
+// ConfigRollout again: nothing is written to its workloads. The controller
+// keeps no state between reconciles (everything comes from status and the
+// cluster), so this is also what a provider restart or a new leader does.
+func TestConfigRolloutReconcileWithoutChangeWritesNothing(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, "no-change", nil)
+	cr := &workloadv1alpha1.ConfigRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "steady", Namespace: ns},
+		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}}, Auto: true,
+		}},
+	}
+	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}},
+		consumer(ns, "one", "conf"), consumer(ns, "two", "conf"), cr)
+	rolledTo(t, ns, "steady", "one")
+	_, two := rolledTo(t, ns, "steady", "two")
+	one := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "one"}, one); err != nil {
+		t.Fatal(err)
+	}
+
+	// A change of the spec that does not change what is rolled forces a full reconcile.
+	env.Update(t, cr, func() { cr.Spec.ForProvider.Debounce = &metav1.Duration{Duration: time.Millisecond} })
+	testenv.Eventually(t, wait, "the changed ConfigRollout to be reconciled", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "steady"}, cr)
+		c := cr.GetCondition(xpv2.TypeSynced)
+		return c.Status == corev1.ConditionTrue && c.ObservedGeneration == cr.Generation, err
+	})
+	for _, before := range []*appsv1.Deployment{one, two} {
+		after := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: before.Name}, after); err != nil {
+			t.Fatal(err)
+		}
+		if after.ResourceVersion != before.ResourceVersion {
+			t.Errorf("Deployment %s was written (resourceVersion %s → %s) though nothing changed", before.Name, before.ResourceVersion, after.ResourceVersion)
+		}
+	}
+}
