@@ -280,3 +280,17 @@ func (e *Env) Update(t testing.TB, o client.Object, mutate func()) {
 		t.Fatalf("cannot update %s: %v", o.GetName(), err)
 	}
 }
+
+// StartProvider prepares a running cluster for the provider, as `make demo`
+// does (the CRDs and the example default ClusterProviderConfig), and runs the
+// provider's controllers in-process at the given --max-reconcile-rate.
+func (e *Env) StartProvider(ctx context.Context, poll time.Duration, rate int) error {
+	if err := e.InstallCRDs(ctx); err != nil {
+		return err
+	}
+	if _, err := ApplyFile(ctx, e.Client, filepath.Join(RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
+		return err
+	}
+	_, err := e.RunProviderAtRate(ctx, poll, rate)
+	return err
+}

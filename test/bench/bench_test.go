@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"sync"
@@ -49,15 +48,8 @@ func provider(b *testing.B) *testenv.Env {
 		if env, startErr = testenv.ForCluster(cfg); startErr != nil {
 			return
 		}
-		ctx := context.Background()
-		if startErr = env.InstallCRDs(ctx); startErr != nil {
-			return
-		}
-		if _, startErr = testenv.ApplyFile(ctx, env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); startErr != nil {
-			return
-		}
 		// The provider runs with cmd/provider's default --max-reconcile-rate
-		// unless BENCH_RATE says otherwise.
+		// unless BENCH_RATE says otherwise, on a client with its own limits.
 		rate := 10
 		if v, err := strconv.Atoi(os.Getenv("BENCH_RATE")); err == nil && v > 0 {
 			rate = v
@@ -67,7 +59,7 @@ func provider(b *testing.B) *testenv.Env {
 			startErr = err
 			return
 		}
-		_, startErr = pe.RunProviderAtRate(ctx, time.Hour, rate)
+		startErr = pe.StartProvider(context.Background(), time.Hour, rate)
 	})
 	if startErr != nil {
 		b.Fatal(startErr)

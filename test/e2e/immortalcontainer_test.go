@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -89,22 +88,9 @@ func provider(t *testing.T) *testenv.Env {
 			startErr = err
 			return
 		}
-		env, err := testenv.ForCluster(cfg)
-		if err != nil {
-			startErr = err
-			return
+		if started, startErr = testenv.ForCluster(cfg); startErr == nil {
+			startErr = started.StartProvider(context.Background(), time.Hour, 50)
 		}
-		ctx := context.Background()
-		if err := env.InstallCRDs(ctx); err != nil {
-			startErr = err
-			return
-		}
-		if _, err := testenv.ApplyFile(ctx, env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
-			startErr = err
-			return
-		}
-		_, startErr = env.RunProvider(ctx, time.Hour)
-		started = env
 	})
 	if startErr != nil {
 		t.Fatal(startErr)

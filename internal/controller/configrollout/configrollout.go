@@ -136,18 +136,9 @@ func requests(l *v1alpha1.ConfigRolloutList) []reconcile.Request {
 	return out
 }
 
-// untilDebounced shortens the poll interval to the end of a debounce window.
+// untilDebounced brings the next reconcile forward to the end of a debounce window.
 func untilDebounced(now func() time.Time) managed.PollIntervalHook {
-	return func(mg resource.Managed, poll time.Duration) time.Duration {
-		cr, ok := mg.(*v1alpha1.ConfigRollout)
-		if !ok {
-			return poll
-		}
-		if due, waiting := debounceDue(cr, now()); waiting {
-			return max(min(due.Sub(now()), poll), 10*time.Millisecond)
-		}
-		return poll
-	}
+	return managedkind.PollUntil(now, debounceDue)
 }
 
 // debounceDue is when the current change may be rolled out, and whether that

@@ -48,16 +48,14 @@ func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 	})
 }
 
-// untilRestart shortens the poll interval to the time of a pending restart.
+// untilRestart brings the next reconcile forward to a pending restart.
 func untilRestart(now func() time.Time) managed.PollIntervalHook {
-	return func(mg resource.Managed, poll time.Duration) time.Duration {
-		ic, ok := mg.(*v1alpha1.ImmortalContainer)
-		if !ok || ic.Status.AtProvider.NextRestartTime == nil {
-			return poll
+	return managedkind.PollUntil(now, func(ic *v1alpha1.ImmortalContainer, _ time.Time) (time.Time, bool) {
+		if t := ic.Status.AtProvider.NextRestartTime; t != nil {
+			return t.Time, true
 		}
-		d := ic.Status.AtProvider.NextRestartTime.Sub(now())
-		return max(min(d, poll), 10*time.Millisecond)
-	}
+		return time.Time{}, false
+	})
 }
 
 type external struct {

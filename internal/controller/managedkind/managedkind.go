@@ -4,6 +4,7 @@ package managedkind
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -91,4 +92,22 @@ func EnqueueOwner(key string) handler.EventHandler {
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
 	})
+}
+
+// PollUntil returns a poll interval hook that brings the next reconcile of a
+// managed resource forward to the time due returns, when due says one is
+// pending and it is sooner than the poll interval (a backoff ending, a
+// debounce window closing).
+func PollUntil[T resource.Managed](now func() time.Time, due func(mg T, now time.Time) (time.Time, bool)) managed.PollIntervalHook {
+	return func(mg resource.Managed, poll time.Duration) time.Duration {
+		m, ok := mg.(T)
+		if !ok {
+			return poll
+		}
+		t, pending := due(m, now())
+		if !pending {
+			return poll
+		}
+		return max(min(t.Sub(now()), poll), 10*time.Millisecond)
+	}
 }
