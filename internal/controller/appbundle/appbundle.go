@@ -237,9 +237,10 @@ func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) error {
 	if err != nil {
 		return err
 	}
-	if d := c.deployment; d != nil && !equality.Semantic.DeepEqual(d.Spec.Selector, desiredDeployment(ab, false).Spec.Selector) {
+	want := desiredDeployment(ab, e.cluster.Local)
+	if d := c.deployment; d != nil && !equality.Semantic.DeepEqual(d.Spec.Selector, want.Spec.Selector) {
 		return errors.Errorf("cannot adopt Deployment %q: its selector %s differs from %s, and a Deployment's selector cannot change; delete it so the AppBundle can create its own",
-			d.GetName(), metav1.FormatLabelSelector(d.Spec.Selector), metav1.FormatLabelSelector(desiredDeployment(ab, false).Spec.Selector))
+			d.GetName(), metav1.FormatLabelSelector(d.Spec.Selector), metav1.FormatLabelSelector(want.Spec.Selector))
 	}
 	writePVC := c.pvc == nil
 	if c.pvc != nil {
@@ -254,7 +255,6 @@ func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) error {
 			return errors.Wrapf(err, "cannot apply PersistentVolumeClaim %q", PVCName(ab))
 		}
 	}
-	want := desiredDeployment(ab, e.cluster.Local)
 	if d := c.deployment; d != nil && want.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && d.Spec.Strategy.RollingUpdate != nil {
 		// rollingUpdate is owned by whoever set or defaulted it, so applying
 		// Recreate alone would leave an invalid mix: clear it explicitly.

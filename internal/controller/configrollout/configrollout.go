@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -60,7 +61,18 @@ const indexSources = "configrollout.sources"
 
 const reasonRolled event.Reason = "RolledWorkload"
 
-var workloadChanges = builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
+// workloadChanges passes a workload's creation, deletion, a new template
+// (generation) or a changed claim. Other annotation churn, such as the
+// revision a Deployment records on every rollout, would re-reconcile every
+// ConfigRollout in the namespace for nothing.
+var workloadChanges = builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.Funcs{
+	UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[AnnotationClaim] != e.ObjectNew.GetAnnotations()[AnnotationClaim]
+	},
+	CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+	DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return false },
+	GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+}))
 
 // Setup adds the ConfigRollout controller to mgr.
 func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
