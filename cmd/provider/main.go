@@ -127,9 +127,11 @@ func run(o options) error {
 			SyncPeriod:       &o.sync,
 			DefaultTransform: cache.TransformStripManagedFields(),
 			// Only objects the provider made are cached and watched, not every pod,
-			// claim or Service in the cluster; workloads, ConfigMaps and Secrets
-			// are watched as metadata only (ConfigRollout). Kinds read what they
-			// act on from the API server, so objects outside the cache are seen.
+			// claim or Service in the cluster; workloads are watched as metadata
+			// only (ConfigRollout). ConfigMaps and Secrets are never cached here:
+			// kinds watch the ones they reference through internal/watchset.
+			// Kinds read what they act on from the API server, so objects outside
+			// the cache are seen.
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Pod{}:                   {Label: ownedPods},
 				&corev1.PersistentVolumeClaim{}: {Label: ownedByBundle},

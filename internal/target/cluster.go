@@ -19,6 +19,11 @@ import (
 
 // A Cluster is the cluster a managed resource acts on, as its config says.
 type Cluster struct {
+	// ID names the cluster and the credentials used to reach it: the same for
+	// every managed resource using the same config and kubeconfig, new when the
+	// kubeconfig changes. Watches are shared by it.
+	ID string
+
 	// Client talks to the target cluster. It reads from the API server, not
 	// from a cache: kinds that need watches set up their own narrow informers.
 	Client client.Client

@@ -30,6 +30,9 @@ import (
 // of the config itself is seen at once.
 const DefaultSecretRecheck = time.Minute
 
+// LocalID is the ID of the cluster the provider runs in.
+const LocalID = "local"
+
 // A Resolver resolves managed resources to the cluster they act on.
 type Resolver struct {
 	kube    client.Client // control plane; reads configs from the manager's cache
@@ -128,7 +131,7 @@ func (r *Resolver) Resolve(ctx context.Context, mg resource.ModernManaged) (*Clu
 		if err != nil {
 			return nil, err
 		}
-		return &Cluster{Client: c, Config: r.local, Local: true, Reach: rc.reach}, nil
+		return &Cluster{ID: LocalID, Client: c, Config: r.local, Local: true, Reach: rc.reach}, nil
 	case string(v1alpha1.CredentialsSourceSecret):
 		return r.remoteCluster(ctx, rc)
 	default:
@@ -265,7 +268,7 @@ func (r *Resolver) remoteCluster(ctx context.Context, rc *resolvedConfig) (*Clus
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot create a client from the kubeconfig of %s", rc.display)
 	}
-	cl := &Cluster{Client: cli, Config: cfg}
+	cl := &Cluster{ID: fmt.Sprintf("%s@%x", rc.display, digest[:8]), Client: cli, Config: cfg}
 	r.remote[key] = &remoteEntry{uid: uid, generation: gen, digest: digest, checked: r.now(), cluster: cl}
 	c := *cl
 	c.Reach = rc.reach

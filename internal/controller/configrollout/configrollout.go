@@ -32,6 +32,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/target"
+	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
 
 // AnnotationHash is the pod template annotation that carries the hash of the
@@ -56,9 +57,6 @@ func fieldManager(cr *v1alpha1.ConfigRollout) string {
 	return m
 }
 
-// indexSources indexes ConfigRollouts by the sources they name ("ConfigMap/x").
-const indexSources = "configrollout.sources"
-
 const reasonRolled event.Reason = "RolledWorkload"
 
 // workloadChanges passes a workload's creation, deletion, a new template
@@ -76,9 +74,7 @@ var workloadChanges = builder.WithPredicates(predicate.Or(predicate.GenerationCh
 
 // Setup adds the ConfigRollout controller to mgr.
 func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ConfigRollout{}, indexSources, sourceKeys); err != nil {
-		return errors.Wrap(err, "cannot index ConfigRollouts by source")
-	}
+	ws := watchset.New(o.Logger.WithValues("controller", managed.ControllerName(v1alpha1.ConfigRolloutGroupKind)))
 	byNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		return rollouts(ctx, mgr.GetClient(), o.GetNamespace())
 	})
@@ -88,15 +84,16 @@ func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 		Object:    &v1alpha1.ConfigRollout{},
 		List:      &v1alpha1.ConfigRolloutList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
-			return &external{cluster: c, record: rec, now: time.Now}
+			return &external{cluster: c, record: rec, now: time.Now, watches: ws}
 		},
-		// Sources and workloads are watched as metadata only: no ConfigMap or
-		// Secret content is ever cached, and any change still bumps the
+		// Each source is watched by name, as metadata only, on the cluster the
+		// ConfigRollout acts on: only referenced ConfigMaps and Secrets are
+		// cached, never their content, and any change still bumps the
 		// resourceVersion that brings an event.
+		WatchSet: ws,
+		// Workloads are watched as metadata only.
 		Watch: func(b *builder.Builder) *builder.Builder {
 			return b.
-				Watches(&corev1.ConfigMap{}, bySource(mgr.GetClient(), KindConfigMap), builder.OnlyMetadata).
-				Watches(&corev1.Secret{}, bySource(mgr.GetClient(), KindSecret), builder.OnlyMetadata).
 				// A new, deleted or re-templated workload matters, and so does a
 				// released claim (an annotation); status churn does not.
 				Watches(&appsv1.Deployment{}, byNamespace, builder.OnlyMetadata, workloadChanges).
@@ -104,31 +101,6 @@ func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 				Watches(&appsv1.DaemonSet{}, byNamespace, builder.OnlyMetadata, workloadChanges)
 		},
 		Options: []managed.ReconcilerOption{managed.WithPollIntervalHook(untilDebounced(time.Now))},
-	})
-}
-
-func sourceKeys(o client.Object) []string {
-	cr, ok := o.(*v1alpha1.ConfigRollout)
-	if !ok {
-		return nil
-	}
-	var keys []string
-	for _, s := range cr.Spec.ForProvider.ConfigMaps {
-		keys = append(keys, KindConfigMap+"/"+s.Name)
-	}
-	for _, s := range cr.Spec.ForProvider.Secrets {
-		keys = append(keys, KindSecret+"/"+s.Name)
-	}
-	return keys
-}
-
-func bySource(c client.Reader, kind string) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		l := &v1alpha1.ConfigRolloutList{}
-		if err := c.List(ctx, l, client.InNamespace(o.GetNamespace()), client.MatchingFields{indexSources: kind + "/" + o.GetName()}); err != nil {
-			return nil
-		}
-		return requests(l)
 	})
 }
 
@@ -168,6 +140,28 @@ type external struct {
 	cluster *target.Cluster
 	record  event.Recorder
 	now     func() time.Time
+	watches *watchset.Set
+}
+
+// watchSources keeps a narrow watch on each source the ConfigRollout names.
+func (e *external) watchSources(cr *v1alpha1.ConfigRollout) error {
+	return errors.Wrap(e.watches.Ensure(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, e.cluster, sourceWatches(cr)...), "cannot watch the sources")
+}
+
+// sourceWatches are one watch per source, by name: a missing source is
+// watched too, so its creation is seen.
+func sourceWatches(cr *v1alpha1.ConfigRollout) []watchset.Watch {
+	var ws []watchset.Watch
+	add := func(resource, name string) {
+		ws = append(ws, watchset.Watch{Resource: corev1.SchemeGroupVersion.WithResource(resource), Namespace: cr.GetNamespace(), Fields: "metadata.name=" + name})
+	}
+	for _, s := range cr.Spec.ForProvider.ConfigMaps {
+		add("configmaps", s.Name)
+	}
+	for _, s := range cr.Spec.ForProvider.Secrets {
+		add("secrets", s.Name)
+	}
+	return ws
 }
 
 // readSources hashes every source, and names the ones that do not exist.
@@ -223,6 +217,9 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 			}
 		}
 		return managed.ExternalObservation{ResourceExists: false}, nil
+	}
+	if err := e.watchSources(cr); err != nil {
+		return managed.ExternalObservation{}, err
 	}
 	o := &cr.Status.AtProvider
 	sources, missing, err := e.readSources(ctx, cr)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"time"
 
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,6 +24,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"github.com/clusterops/provider-clusterops/internal/target"
+	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
 
 // A Kind describes one managed resource kind to Setup.
@@ -39,6 +41,10 @@ type Kind[T resource.ModernManaged] struct {
 	// Watch adds the watches on the objects the kind manages, so drift is seen
 	// on the event rather than at the next poll.
 	Watch func(b *builder.Builder) *builder.Builder
+	// WatchSet, when set, runs the narrow watches the kind's managed resources
+	// ask for while they reconcile; its events enqueue them, and a managed
+	// resource's watches stop once it is gone.
+	WatchSet *watchset.Set
 	// Options are added after the shared reconciler options.
 	Options []managed.ReconcilerOption
 }
@@ -79,7 +85,34 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *
 	if k.Watch != nil {
 		b = k.Watch(b)
 	}
-	return errors.Wrapf(b.Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(mr), o.GlobalRateLimiter)), "cannot set up %s controller", k.GroupKind)
+	var rr reconcile.Reconciler = errors.WithSilentRequeueOnConflict(mr)
+	if k.WatchSet != nil {
+		if err := mgr.Add(k.WatchSet); err != nil {
+			return errors.Wrapf(err, "cannot add the watches of %s", k.GroupKind)
+		}
+		b = b.WatchesRawSource(k.WatchSet.Source())
+		rr = &forgetGone{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, watches: k.WatchSet}
+	}
+	return errors.Wrapf(b.Complete(ratelimiter.NewReconciler(name, rr, o.GlobalRateLimiter)), "cannot set up %s controller", k.GroupKind)
+}
+
+// forgetGone stops the watches of a managed resource that no longer exists.
+// Its last reconcile may not see it gone (the cache lags the finalizer's
+// removal); then the next event of one of its watches brings it back here.
+type forgetGone struct {
+	reconcile.Reconciler
+	kube    client.Reader
+	object  client.Object
+	watches *watchset.Set
+}
+
+func (f *forgetGone) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	res, err := f.Reconciler.Reconcile(ctx, req)
+	o, _ := f.object.DeepCopyObject().(client.Object)
+	if gerr := f.kube.Get(ctx, req.NamespacedName, o); kerrors.IsNotFound(gerr) {
+		f.watches.Forget(req.NamespacedName)
+	}
+	return res, err
 }
 
 // EnqueueOwner enqueues the managed resource named by an object's label key, in

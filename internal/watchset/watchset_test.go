@@ -1,0 +1,139 @@
+package watchset_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+
+	"github.com/clusterops/provider-clusterops/internal/target"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+	"github.com/clusterops/provider-clusterops/internal/watchset"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		var err error
+		if env, err = testenv.Start(false); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer env.Stop() //nolint:errcheck // Best effort at exit.
+		return m.Run()
+	}())
+}
+
+var configMaps = watchset.Watch{Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}
+
+// received returns the requests the set's source queued within a short while.
+func received(q workqueue.TypedRateLimitingInterface[reconcile.Request], within time.Duration) []types.NamespacedName {
+	var got []types.NamespacedName
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		for q.Len() > 0 {
+			r, _ := q.Get()
+			got = append(got, r.NamespacedName)
+			q.Done(r)
+			q.Forget(r)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return got
+}
+
+func TestWatchesEnqueueOnlyTheirOwners(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := watchset.New(logging.NewNopLogger())
+	go s.Start(ctx) //nolint:errcheck // Start returns nil.
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	if err := s.Source().Start(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	c := &target.Cluster{ID: target.LocalID, Config: env.Config}
+	ns := env.Namespace(t, "watchset", nil)
+
+	a := types.NamespacedName{Namespace: ns, Name: "a"}
+	b := types.NamespacedName{Namespace: ns, Name: "b"}
+	conf := configMaps
+	conf.Namespace, conf.Fields = ns, "metadata.name=conf"
+	other := configMaps
+	other.Namespace, other.Labels = ns, "app=other"
+
+	// a and b share the watch on "conf"; b also watches labelled ones.
+	if err := s.Ensure(a, c, conf); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ensure(b, c, conf, other); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(2, s.Len()); diff != "" {
+		t.Errorf("shared watches: -want +got:\n%s", diff)
+	}
+	for _, o := range []types.NamespacedName{a, b} {
+		if err := s.WaitSynced(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	create := func(name string, lbls map[string]string) {
+		t.Helper()
+		if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	create("unrelated", nil)
+	if got := received(q, 500*time.Millisecond); len(got) != 0 {
+		t.Errorf("an object no watch selects enqueued %v", got)
+	}
+	create("conf", nil)
+	if diff := cmp.Diff(map[types.NamespacedName]int{a: 1, b: 1}, count(received(q, time.Second))); diff != "" {
+		t.Errorf("event on a shared watch: -want +got:\n%s", diff)
+	}
+	create("labelled", map[string]string{"app": "other"})
+	if diff := cmp.Diff(map[types.NamespacedName]int{b: 1}, count(received(q, time.Second))); diff != "" {
+		t.Errorf("event on b's own watch: -want +got:\n%s", diff)
+	}
+
+	// b lets go of "conf": the watch keeps running for a alone.
+	if err := s.Ensure(b, c, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[types.NamespacedName]int{a: 1}, count(received(q, time.Second))); diff != "" {
+		t.Errorf("event after b let go: -want +got:\n%s", diff)
+	}
+
+	// Forgetting both owners stops every watch.
+	s.Forget(a)
+	if err := s.Ensure(b, c); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(0, s.Len()); diff != "" {
+		t.Errorf("watches after their owners went: -want +got:\n%s", diff)
+	}
+}
+
+func count(got []types.NamespacedName) map[types.NamespacedName]int {
+	m := map[types.NamespacedName]int{}
+	for _, o := range got {
+		m[o]++
+	}
+	return m
+}
