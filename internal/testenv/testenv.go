@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +52,10 @@ type Env struct {
 	Config *rest.Config
 	Client client.Client
 	Scheme *kruntime.Scheme
+
+	// Requests records the writes of the provider started by RunProvider to
+	// the clusters its managed resources act on.
+	Requests *RequestLog
 }
 
 // RepoRoot is the root of this repository.
@@ -172,7 +177,10 @@ func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate in
 		Features:                &feature.Flags{},
 	}
 	o.Features.Enable(feature.EnableBetaManagementPolicies)
-	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), e.Config, e.Scheme,
+	e.Requests = &RequestLog{}
+	logged := rest.CopyConfig(e.Config)
+	logged.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.Requests, next: rt} })
+	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), logged, e.Scheme,
 		target.WithProviderNamespace(ProviderNamespace), target.WithClientRate(limited.QPS, limited.Burst))
 	if err := clusterops.Setup(mgr, o, r); err != nil {
 		return nil, errors.Wrap(err, "cannot set up controllers")

@@ -13,12 +13,7 @@ import (
 // each with a message that tells the user what is wrong, and that the valid
 // counterparts are accepted.
 func TestAdmission(t *testing.T) {
-	ns := env.Namespace(t, "admission", nil)
-	cases := map[string]struct {
-		reason string
-		yaml   string
-		want   string // substring of the rejection; empty means accepted
-	}{
+	admit(t, map[string]admission{
 		"SecretSourceWithoutSecretRef": {
 			reason: "A Secret source needs a secretRef.",
 			yaml:   `{apiVersion: clusterops.io/v1alpha1, kind: ProviderConfig, metadata: {name: a}, spec: {credentials: {source: Secret}}}`,
@@ -155,7 +150,21 @@ func TestAdmission(t *testing.T) {
 			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: k}, spec: {}}`,
 			want:   "spec.forProvider: Required value",
 		},
-	}
+	})
+}
+
+// An admission case is an object and what the API server should say to it.
+type admission struct {
+	reason string
+	yaml   string
+	want   string // substring of the rejection; empty means accepted
+}
+
+// admit creates each case's object in a new namespace (cluster-scoped kinds
+// aside) and checks the API server's answer.
+func admit(t *testing.T, cases map[string]admission) {
+	t.Helper()
+	ns := env.Namespace(t, "admission", nil)
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			u := &unstructured.Unstructured{}

@@ -1,0 +1,183 @@
+package copyrule
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+)
+
+// Ownership labels and annotations on copies.
+const (
+	// LabelRuleUID holds the UID of the rule a copy belongs to: the ownership
+	// check, and how a rule lists and watches its copies.
+	LabelRuleUID = "copy.clusterops.io/rule-uid"
+	// AnnotationRule names the rule, namespace/name.
+	AnnotationRule = "copy.clusterops.io/rule"
+	// AnnotationSource names the source, namespace/name.
+	AnnotationSource = "copy.clusterops.io/source"
+	// AnnotationHash is the hash of the content the copy was written with.
+	AnnotationHash = "copy.clusterops.io/content-hash"
+	// AnnotationTakenOver marks an object the rule adopted or overwrote rather
+	// than created: it is released, never deleted, when it stops being a target.
+	AnnotationTakenOver = "copy.clusterops.io/taken-over"
+)
+
+// An Object is a ConfigMap or a Secret, as far as copying goes.
+type Object struct {
+	metav1.ObjectMeta
+	// Data is a ConfigMap's data.
+	Data map[string]string
+	// Bytes is a ConfigMap's binaryData or a Secret's data.
+	Bytes     map[string][]byte
+	Type      corev1.SecretType
+	Immutable bool
+}
+
+// FromConfigMap and FromSecret turn the API objects into Objects.
+func FromConfigMap(cm *corev1.ConfigMap) Object {
+	return Object{ObjectMeta: cm.ObjectMeta, Data: cm.Data, Bytes: cm.BinaryData, Immutable: ptrTrue(cm.Immutable)}
+}
+
+// FromSecret turns a Secret into an Object.
+func FromSecret(s *corev1.Secret) Object {
+	return Object{ObjectMeta: s.ObjectMeta, Bytes: s.Data, Type: s.Type, Immutable: ptrTrue(s.Immutable)}
+}
+
+func ptrTrue(b *bool) bool { return b != nil && *b }
+
+// ToAPI turns o into a ConfigMap or a Secret of kind.
+func (o Object) ToAPI(kind string) client.Object {
+	var imm *bool
+	if o.Immutable {
+		t := true
+		imm = &t
+	}
+	if kind == v1alpha1.KindSecret {
+		return &corev1.Secret{ObjectMeta: o.ObjectMeta, Data: o.Bytes, Type: o.Type, Immutable: imm}
+	}
+	return &corev1.ConfigMap{ObjectMeta: o.ObjectMeta, Data: o.Data, BinaryData: o.Bytes, Immutable: imm}
+}
+
+// content is what a copy must equal its source in: JSON encodes maps with
+// sorted keys, so the hash is the same on every run.
+type content struct {
+	Labels    map[string]string `json:"l,omitempty"`
+	Data      map[string]string `json:"d,omitempty"`
+	Bytes     map[string][]byte `json:"b,omitempty"`
+	Type      corev1.SecretType `json:"t,omitempty"`
+	Immutable bool              `json:"i,omitempty"`
+}
+
+// Hash is the hash of an object's content: its data, type, immutability and
+// labels (minus the ownership label). It is how a copy is compared with its
+// source, so the content itself never needs to be logged or stored.
+func Hash(o Object) string {
+	l := maps.Clone(o.Labels)
+	delete(l, LabelRuleUID)
+	if len(l) == 0 {
+		l = nil
+	}
+	b, _ := json.Marshal(content{Labels: l, Data: nonEmpty(o.Data), Bytes: nonEmpty(o.Bytes), Type: o.Type, Immutable: o.Immutable}) //nolint:errchkjson // Maps of strings and bytes always marshal.
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+func nonEmpty[V any](m map[string]V) map[string]V {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+// An Owner is the rule copies belong to.
+type Owner struct {
+	UID       string
+	Namespace string
+	Name      string
+}
+
+// Desired is the copy of source src in namespace ns that rule owner wants,
+// with hash h of src. existing, when the object is already there, lends its
+// metadata: resourceVersion, and what others set.
+func Desired(owner Owner, src Object, h, ns string, existing *Object, takenOver bool) Object {
+	o := Object{Data: src.Data, Bytes: src.Bytes, Type: src.Type, Immutable: src.Immutable}
+	if existing != nil {
+		// Updates replace the whole object: keep what others set in its
+		// metadata (finalizers, owner references, annotations).
+		o.ObjectMeta = *existing.DeepCopy()
+	}
+	o.Namespace, o.Name = ns, src.Name
+	o.Labels = maps.Clone(src.Labels)
+	if o.Labels == nil {
+		o.Labels = map[string]string{}
+	}
+	o.Labels[LabelRuleUID] = owner.UID
+	if o.Annotations == nil {
+		o.Annotations = map[string]string{}
+	}
+	o.Annotations[AnnotationRule] = owner.Namespace + "/" + owner.Name
+	o.Annotations[AnnotationSource] = src.Namespace + "/" + src.Name
+	o.Annotations[AnnotationHash] = h
+	if takenOver {
+		o.Annotations[AnnotationTakenOver] = "true"
+	}
+	return o
+}
+
+// InSync reports whether copy c of source src (whose hash is h) needs no
+// write: equal content and the rule's own annotations in place.
+func InSync(owner Owner, src Object, h string, c Object) bool {
+	return Hash(c) == h &&
+		c.Labels[LabelRuleUID] == owner.UID &&
+		c.Annotations[AnnotationRule] == owner.Namespace+"/"+owner.Name &&
+		c.Annotations[AnnotationSource] == src.Namespace+"/"+src.Name &&
+		c.Annotations[AnnotationHash] == h
+}
+
+// OwnedBy reports whether o is a copy of rule owner.
+func OwnedBy(owner Owner, o Object) bool {
+	return owner.UID != "" && o.Labels[LabelRuleUID] == owner.UID
+}
+
+// TakenOver reports whether o was adopted or overwritten rather than created.
+func TakenOver(o Object) bool {
+	return o.Annotations[AnnotationTakenOver] == "true"
+}
+
+// Released is o without the rule's labels and annotations: what an object
+// taken over becomes when it stops being a target.
+func Released(o Object) Object {
+	r := o
+	r.Labels = maps.Clone(o.Labels)
+	r.Annotations = maps.Clone(o.Annotations)
+	delete(r.Labels, LabelRuleUID)
+	for _, k := range []string{AnnotationRule, AnnotationSource, AnnotationHash, AnnotationTakenOver} {
+		delete(r.Annotations, k)
+	}
+	return r
+}
+
+// NeedsReplace reports whether object c cannot be updated to hold d's content
+// and must be deleted and created again: a Secret whose type changed, or an
+// immutable object whose data (or immutability) would change. Labels and
+// annotations of immutable objects can still be updated.
+func NeedsReplace(c, d Object) bool {
+	return c.Type != d.Type || (c.Immutable && (!d.Immutable || !SameData(c, d)))
+}
+
+// SameData reports whether a and b hold the same data and type, whatever
+// their labels: an object that does may be adopted without losing anything.
+func SameData(a, b Object) bool {
+	strip := func(o Object) Object {
+		o.Labels, o.Immutable = nil, false
+		return o
+	}
+	return Hash(strip(a)) == Hash(strip(b))
+}

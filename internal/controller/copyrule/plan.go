@@ -1,0 +1,167 @@
+package copyrule
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+)
+
+// An Op is what a plan does to one object.
+type Op string
+
+// Ops.
+const (
+	// OpCreate creates a copy.
+	OpCreate Op = "create"
+	// OpUpdate brings a copy (or an object being taken over) in line with its source.
+	OpUpdate Op = "update"
+	// OpReplace deletes a copy that cannot be updated and creates it again.
+	OpReplace Op = "replace"
+	// OpPrune deletes a copy the rule created that is no longer wanted.
+	OpPrune Op = "prune"
+	// OpRelease removes the rule's marks from an object it took over.
+	OpRelease Op = "release"
+)
+
+// An Action is one write of a plan.
+type Action struct {
+	Op Op
+	// Object is the object to write, or to delete for OpPrune.
+	Object Object
+	// Current is the object as it is now, for OpReplace.
+	Current *Object
+	// Source is what a copy is made from, for OpCreate: a create that meets
+	// an object decides by it what to do.
+	Source Object
+}
+
+// Ref names an object in a namespace.
+type Ref struct{ Namespace, Name string }
+
+// PlanInput is what planning needs, all of it read before.
+type PlanInput struct {
+	Owner   Owner
+	Sources []Object
+	Targets Targets
+	// Copies are the objects labelled as this rule's.
+	Copies []Object
+	// Occupied are objects, not this rule's, found where a copy should go.
+	Occupied map[Ref]Object
+	Policy   v1alpha1.ConflictPolicy
+	// MayDelete is false when the management policies leave out Delete.
+	MayDelete bool
+	// Reachable returns nil when the rule may act in a namespace.
+	Reachable func(ns string) error
+}
+
+// A Plan is what a rule must write to be in sync, and how far it is now.
+type Plan struct {
+	Actions  []Action
+	Intended int
+	InSync   int
+	Skipped  int
+	Problems []v1alpha1.CopyProblem
+}
+
+// MakePlan compares the copies with their sources and targets and returns
+// the writes that make them equal. It writes nothing itself.
+func MakePlan(in PlanInput) Plan {
+	p := Plan{}
+	copies := make(map[Ref]Object, len(in.Copies))
+	for _, c := range in.Copies {
+		copies[Ref{c.Namespace, c.Name}] = c
+	}
+	wanted := map[Ref]bool{}
+	outOfReach := make([]string, 0, len(in.Targets.OutOfReach))
+	for ns := range in.Targets.OutOfReach {
+		outOfReach = append(outOfReach, ns)
+	}
+	sort.Strings(outOfReach)
+	for _, src := range in.Sources {
+		h := Hash(src)
+		for _, ns := range outOfReach {
+			wanted[Ref{ns, src.Name}] = true
+			p.Intended++
+			p.Skipped++
+			p.problem(ns, src.Name, v1alpha1.ProblemOutOfReach, in.Targets.OutOfReach[ns])
+		}
+		for _, ns := range in.Targets.Namespaces {
+			ref := Ref{ns, src.Name}
+			wanted[ref] = true
+			p.Intended++
+			if c, ok := copies[ref]; ok {
+				switch {
+				case InSync(in.Owner, src, h, c):
+					p.InSync++
+				case NeedsReplace(c, src):
+					cur := c
+					p.Actions = append(p.Actions, Action{Op: OpReplace, Object: Desired(in.Owner, src, h, ns, nil, TakenOver(c)), Current: &cur})
+				default:
+					p.Actions = append(p.Actions, Action{Op: OpUpdate, Object: Desired(in.Owner, src, h, ns, &c, TakenOver(c))})
+				}
+				continue
+			}
+			o, occupied := in.Occupied[ref]
+			if !occupied {
+				p.Actions = append(p.Actions, Action{Op: OpCreate, Object: Desired(in.Owner, src, h, ns, nil, false), Source: src})
+				continue
+			}
+			if a, problem := Conflict(in.Owner, in.Policy, src, h, o); problem != "" {
+				p.Skipped++
+				p.problem(ns, src.Name, v1alpha1.ProblemConflict, problem)
+			} else {
+				p.Actions = append(p.Actions, a)
+			}
+		}
+	}
+	for _, c := range in.Copies {
+		ref := Ref{c.Namespace, c.Name}
+		if wanted[ref] {
+			continue
+		}
+		switch {
+		case !in.MayDelete:
+			p.problem(c.Namespace, c.Name, v1alpha1.ProblemPruneSkipped, "no longer wanted, but the management policies leave out Delete, so it stays")
+		case in.Reachable(c.Namespace) != nil:
+			p.problem(c.Namespace, c.Name, v1alpha1.ProblemOutOfReach, "no longer wanted, but left in place: "+in.Reachable(c.Namespace).Error())
+		case TakenOver(c):
+			p.Actions = append(p.Actions, Action{Op: OpRelease, Object: Released(c)})
+		default:
+			p.Actions = append(p.Actions, Action{Op: OpPrune, Object: c})
+		}
+	}
+	for _, ns := range in.Targets.Missing {
+		for _, src := range in.Sources {
+			p.problem(ns, src.Name, v1alpha1.ProblemNamespaceMissing, fmt.Sprintf("namespace %q does not exist; the copy is made when it is created", ns))
+		}
+	}
+	return p
+}
+
+func (p *Plan) problem(ns, name, reason, msg string) {
+	p.Problems = append(p.Problems, v1alpha1.CopyProblem{Namespace: ns, Name: name, Reason: reason, Message: msg})
+}
+
+// Conflict decides what happens to object o, not this rule's, where the copy
+// of src (hash h) should go: the action that takes it over, or why it is left.
+func Conflict(owner Owner, policy v1alpha1.ConflictPolicy, src Object, h string, o Object) (Action, string) {
+	switch policy {
+	case v1alpha1.ConflictOverwrite:
+		if NeedsReplace(o, src) {
+			cur := o
+			return Action{Op: OpReplace, Object: Desired(owner, src, h, o.Namespace, nil, true), Current: &cur}, ""
+		}
+		return Action{Op: OpUpdate, Object: Desired(owner, src, h, o.Namespace, &o, true)}, ""
+	case v1alpha1.ConflictAdopt:
+		if !SameData(o, src) {
+			return Action{}, "an object of this name that the rule did not create holds other data; conflictPolicy Adopt takes over only identical objects (Overwrite replaces it)"
+		}
+		if NeedsReplace(o, src) {
+			return Action{}, "an identical object of this name that the rule did not create is immutable and the source is not, so it cannot be adopted in place (Overwrite replaces it)"
+		}
+		return Action{Op: OpUpdate, Object: Desired(owner, src, h, o.Namespace, &o, true)}, ""
+	default:
+		return Action{}, "an object of this name that the rule did not create is in the way; conflictPolicy Skip leaves it (Adopt or Overwrite take it over)"
+	}
+}

@@ -1,0 +1,126 @@
+package copyrule
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+)
+
+// list lists the objects of kind that opts select.
+func list(ctx context.Context, c client.Reader, kind string, opts ...client.ListOption) ([]Object, error) {
+	if kind == v1alpha1.KindSecret {
+		l := &corev1.SecretList{}
+		if err := c.List(ctx, l, opts...); err != nil {
+			return nil, err
+		}
+		out := make([]Object, 0, len(l.Items))
+		for i := range l.Items {
+			out = append(out, FromSecret(&l.Items[i]))
+		}
+		return out, nil
+	}
+	l := &corev1.ConfigMapList{}
+	if err := c.List(ctx, l, opts...); err != nil {
+		return nil, err
+	}
+	out := make([]Object, 0, len(l.Items))
+	for i := range l.Items {
+		out = append(out, FromConfigMap(&l.Items[i]))
+	}
+	return out, nil
+}
+
+// get reads one object of kind; found is false when it does not exist.
+func get(ctx context.Context, c client.Reader, kind string, ref Ref) (Object, bool, error) {
+	o := Object{}.ToAPI(kind)
+	err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, o)
+	if resource.IgnoreNotFound(err) != nil {
+		return Object{}, false, err
+	}
+	if err != nil {
+		return Object{}, false, nil
+	}
+	switch t := o.(type) {
+	case *corev1.Secret:
+		return FromSecret(t), true, nil
+	case *corev1.ConfigMap:
+		return FromConfigMap(t), true, nil
+	}
+	return Object{}, false, nil
+}
+
+// readSources returns the objects the rule selects in namespace ns, and the
+// ones it refuses to copy with why. Copies made by any rule are never
+// sources: a namespace that is both a target and a source must not echo.
+func readSources(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, ns string) ([]Object, map[string]string, error) {
+	byName := map[string]Object{}
+	if p.Selector != nil {
+		s, err := metav1.LabelSelectorAsSelector(p.Selector)
+		if err != nil {
+			return nil, nil, errors.Wrap(err, "spec.forProvider.selector is not a valid label selector")
+		}
+		objs, err := list(ctx, c, p.Kind, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: s})
+		if err != nil {
+			return nil, nil, errors.Wrapf(err, "cannot list the %ss to copy in namespace %q", p.Kind, ns)
+		}
+		for _, o := range objs {
+			byName[o.Name] = o
+		}
+	}
+	for _, n := range p.Names {
+		if _, ok := byName[n]; ok {
+			continue
+		}
+		o, found, err := get(ctx, c, p.Kind, Ref{ns, n})
+		if err != nil {
+			return nil, nil, errors.Wrapf(err, "cannot get %s %q to copy from namespace %q", p.Kind, n, ns)
+		}
+		if found {
+			byName[n] = o
+		}
+	}
+	var out []Object
+	refused := map[string]string{}
+	for _, n := range slices.Sorted(maps.Keys(byName)) {
+		o := byName[n]
+		switch {
+		case o.Labels[LabelRuleUID] != "":
+			continue
+		case o.Type == corev1.SecretTypeServiceAccountToken:
+			refused[n] = "service account token Secrets are bound to their namespace's service account and are never copied"
+			continue
+		}
+		out = append(out, o)
+	}
+	return out, refused, nil
+}
+
+// readNamespaces returns the cluster's namespaces.
+func readNamespaces(ctx context.Context, c client.Reader) ([]Namespace, error) {
+	l := &corev1.NamespaceList{}
+	if err := c.List(ctx, l); err != nil {
+		return nil, errors.Wrap(err, "cannot list namespaces")
+	}
+	out := make([]Namespace, 0, len(l.Items))
+	for _, n := range l.Items {
+		out = append(out, Namespace{Name: n.Name, Labels: n.Labels, Terminating: n.Status.Phase == corev1.NamespaceTerminating || n.DeletionTimestamp != nil})
+	}
+	return out, nil
+}
+
+// readCopies returns the objects labelled as copies of the rule with uid.
+func readCopies(ctx context.Context, c client.Reader, kind, uid string) ([]Object, error) {
+	objs, err := list(ctx, c, kind, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(labels.Set{LabelRuleUID: uid})})
+	return objs, errors.Wrapf(err, "cannot list the rule's %s copies", kind)
+}

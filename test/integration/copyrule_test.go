@@ -1,0 +1,448 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+// copyConfig is the ClusterProviderConfig of the CopyRule tests: it reaches
+// the copy-* namespaces only.
+const copyConfig = "copy-tests"
+
+var copyConfigOnce sync.Once
+
+// ensureCopyConfig creates the ClusterProviderConfig of the CopyRule tests once.
+func ensureCopyConfig(t *testing.T) {
+	t.Helper()
+	copyConfigOnce.Do(func() {
+		create(t, &v1alpha1.ClusterProviderConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: copyConfig},
+			Spec: v1alpha1.ClusterProviderConfigSpec{
+				Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity},
+				Reach:       &v1alpha1.Reach{Namespaces: []string{"copy-*"}, DeniedNamespaces: []string{"kube-*"}},
+			},
+		})
+	})
+}
+
+func copyRule(t *testing.T, ns, name string, p copyv1alpha1.CopyRuleParameters) *copyv1alpha1.CopyRule {
+	t.Helper()
+	ensureCopyConfig(t)
+	r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	r.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: copyConfig}
+	r.Spec.ForProvider = p
+	if p.ConflictPolicy == "" {
+		r.Spec.ForProvider.ConflictPolicy = copyv1alpha1.ConflictSkip
+	}
+	if p.MaxParallelWrites == 0 {
+		r.Spec.ForProvider.MaxParallelWrites = 8
+	}
+	create(t, r)
+	return r
+}
+
+func configMap(ns, name string, data map[string]string, lbls map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: lbls}, Data: data}
+}
+
+// copyHolds waits until ConfigMap ns/name exists with data.
+func copyHolds(t *testing.T, ns, name string, data map[string]string) *corev1.ConfigMap {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	testenv.Eventually(t, wait, fmt.Sprintf("ConfigMap %s/%s to hold %v", ns, name, data), func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, cm); err != nil {
+			return false, err
+		}
+		return fmt.Sprint(cm.Data) == fmt.Sprint(data), nil
+	})
+	return cm
+}
+
+// gone waits until ConfigMap ns/name does not exist.
+func gone(t *testing.T, ns, name string) {
+	t.Helper()
+	testenv.Eventually(t, wait, fmt.Sprintf("ConfigMap %s/%s to be deleted", ns, name), func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &corev1.ConfigMap{})
+		return kerrors.IsNotFound(err), nil
+	})
+}
+
+// settled waits until the rule is Ready and Synced at its generation.
+func settled(t *testing.T, r *copyv1alpha1.CopyRule) {
+	t.Helper()
+	testenv.Eventually(t, wait, "CopyRule "+r.Name+" to be Ready", func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
+			return false, err
+		}
+		s, rd := r.GetCondition(xpv2.TypeSynced), r.GetCondition(xpv2.TypeReady)
+		if rd.Status != corev1.ConditionTrue {
+			return false, fmt.Errorf("ready: %s %s", rd.Reason, rd.Message)
+		}
+		return s.Status == corev1.ConditionTrue && s.ObservedGeneration == r.Generation, nil
+	})
+}
+
+func TestCopyRuleCopiesAndFollows(t *testing.T) {
+	ctx := context.Background()
+	src := env.Namespace(t, "copy-src", nil)
+	a := env.Namespace(t, "copy-a", nil)
+	b := env.Namespace(t, "copy-b", nil)
+	later := "copy-later-" + strings.TrimPrefix(src, "copy-src-")
+	create(t,
+		configMap(src, "settings", map[string]string{"k": "v1"}, map[string]string{"share": "yes", "team": "x"}),
+		configMap(src, "private", map[string]string{"k": "secret-ish"}, nil))
+	r := copyRule(t, src, "follow", copyv1alpha1.CopyRuleParameters{
+		Kind: copyv1alpha1.KindConfigMap, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"share": "yes"}},
+		Namespaces: []string{a, b, later},
+	})
+
+	// Copies keep data and labels and carry the rule's marks; unselected objects stay home.
+	for _, ns := range []string{a, b} {
+		cm := copyHolds(t, ns, "settings", map[string]string{"k": "v1"})
+		if cm.Labels["team"] != "x" || cm.Labels["copy.clusterops.io/rule-uid"] != string(r.UID) {
+			t.Errorf("copy in %s has labels %v", ns, cm.Labels)
+		}
+		if cm.Annotations["copy.clusterops.io/source"] != src+"/settings" || cm.Annotations["copy.clusterops.io/content-hash"] == "" {
+			t.Errorf("copy in %s has annotations %v", ns, cm.Annotations)
+		}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "private"}, &corev1.ConfigMap{}); !kerrors.IsNotFound(err) {
+			t.Errorf("unselected ConfigMap copied into %s: %v", ns, err)
+		}
+	}
+	// A listed namespace that is missing is reported, not a failure; it gets
+	// copies once it exists.
+	testenv.Eventually(t, wait, "the missing namespace to be reported", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), r)
+		for _, p := range r.Status.AtProvider.Problems {
+			if p.Namespace == later && p.Reason == copyv1alpha1.ProblemNamespaceMissing {
+				return true, err
+			}
+		}
+		return false, err
+	})
+	settled(t, r)
+	if got := r.Status.AtProvider.Copies; got != "2/2" {
+		t.Errorf("status.atProvider.copies = %q, want 2/2", got)
+	}
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: later}})
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: later}}) })
+	copyHolds(t, later, "settings", map[string]string{"k": "v1"})
+
+	// A source update reaches every copy.
+	source := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: src, Name: "settings"}, source); err != nil {
+		t.Fatal(err)
+	}
+	env.Update(t, source, func() { source.Data["k"] = "v2" })
+	for _, ns := range []string{a, b, later} {
+		copyHolds(t, ns, "settings", map[string]string{"k": "v2"})
+	}
+
+	// A copy edited by hand is restored, and so is a deleted one.
+	edited := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: a, Name: "settings"}, edited); err != nil {
+		t.Fatal(err)
+	}
+	env.Update(t, edited, func() { edited.Data["k"] = "hand-edited" })
+	copyHolds(t, a, "settings", map[string]string{"k": "v2"})
+	if err := env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "settings"}}); err != nil {
+		t.Fatal(err)
+	}
+	copyHolds(t, b, "settings", map[string]string{"k": "v2"})
+
+	// Pruning: a source that stops matching loses its copies…
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: src, Name: "settings"}, source); err != nil {
+		t.Fatal(err)
+	}
+	create(t, configMap(src, "more", map[string]string{"m": "1"}, map[string]string{"share": "yes"}))
+	copyHolds(t, a, "more", map[string]string{"m": "1"})
+	env.Update(t, source, func() { delete(source.Labels, "share") })
+	for _, ns := range []string{a, b, later} {
+		gone(t, ns, "settings")
+	}
+	// …a deleted source too…
+	if err := env.Client.Delete(ctx, configMap(src, "more", nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{a, b, later} {
+		gone(t, ns, "more")
+	}
+	// …and a deleted rule takes its copies with it.
+	create(t, configMap(src, "last", map[string]string{"l": "1"}, map[string]string{"share": "yes"}))
+	copyHolds(t, b, "last", map[string]string{"l": "1"})
+	if err := env.Client.Delete(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{a, b, later} {
+		gone(t, ns, "last")
+	}
+	testenv.Eventually(t, wait, "the rule to be gone", func(ctx context.Context) (bool, error) {
+		return kerrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(r), r)), nil
+	})
+}
+
+func TestCopyRuleFollowsNamespaces(t *testing.T) {
+	ctx := context.Background()
+	src := env.Namespace(t, "copy-nssrc", nil)
+	sel := map[string]string{"copy-test/wants": src}
+	in := env.Namespace(t, "copy-in", sel)
+	ignored := env.Namespace(t, "copy-ignored", map[string]string{"copy-test/wants": src, "copy.clusterops.io/ignore": "true"})
+	create(t, configMap(src, "shared", map[string]string{"k": "v"}, nil))
+	r := copyRule(t, src, "by-label", copyv1alpha1.CopyRuleParameters{
+		Kind: copyv1alpha1.KindConfigMap, Names: []string{"shared"},
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: sel},
+	})
+	copyHolds(t, in, "shared", map[string]string{"k": "v"})
+	settled(t, r)
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ignored, Name: "shared"}, &corev1.ConfigMap{}); !kerrors.IsNotFound(err) {
+		t.Errorf("namespace labelled copy.clusterops.io/ignore got a copy: %v", err)
+	}
+
+	// A new namespace with the label gets a copy; one relabelled away loses it.
+	joined := env.Namespace(t, "copy-joined", sel)
+	copyHolds(t, joined, "shared", map[string]string{"k": "v"})
+	n := &corev1.Namespace{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Name: in}, n); err != nil {
+		t.Fatal(err)
+	}
+	env.Update(t, n, func() { delete(n.Labels, "copy-test/wants") })
+	gone(t, in, "shared")
+}
+
+func TestCopyRuleConflicts(t *testing.T) {
+	ctx := context.Background()
+	src := env.Namespace(t, "copy-csrc", nil)
+	skip := env.Namespace(t, "copy-skip", nil)
+	adopt := env.Namespace(t, "copy-adopt", nil)
+	adoptDiff := env.Namespace(t, "copy-adoptdiff", nil)
+	over := env.Namespace(t, "copy-over", nil)
+	data := map[string]string{"k": "source"}
+	mine := map[string]string{"k": "mine"}
+	create(t, configMap(src, "conf", data, nil),
+		configMap(skip, "conf", mine, nil),
+		configMap(adopt, "conf", data, map[string]string{"owner": "user"}),
+		configMap(adoptDiff, "conf", mine, nil),
+		configMap(over, "conf", mine, nil))
+
+	skipRule := copyRule(t, src, "skip", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{skip}})
+	adoptRule := copyRule(t, src, "adopt", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{adopt, adoptDiff}, ConflictPolicy: copyv1alpha1.ConflictAdopt})
+	overRule := copyRule(t, src, "over", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{over}, ConflictPolicy: copyv1alpha1.ConflictOverwrite})
+
+	problem := func(r *copyv1alpha1.CopyRule, ns string) {
+		t.Helper()
+		testenv.Eventually(t, wait, "a conflict in "+ns+" reported by "+r.Name, func(ctx context.Context) (bool, error) {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), r)
+			for _, p := range r.Status.AtProvider.Problems {
+				if p.Namespace == ns && p.Reason == copyv1alpha1.ProblemConflict {
+					return r.GetCondition(xpv2.TypeReady).Status == corev1.ConditionFalse, err
+				}
+			}
+			return false, err
+		})
+	}
+	// Skip leaves the user's object and says so; so does Adopt when the data differs.
+	problem(skipRule, skip)
+	problem(adoptRule, adoptDiff)
+	copyHolds(t, skip, "conf", mine)
+	copyHolds(t, adoptDiff, "conf", mine)
+	// Adopt takes over the identical object; Overwrite replaces the other one.
+	adopted := copyHolds(t, adopt, "conf", data)
+	testenv.Eventually(t, wait, "the identical object to be adopted", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: adopt, Name: "conf"}, adopted)
+		return adopted.Labels["copy.clusterops.io/rule-uid"] == string(adoptRule.UID), err
+	})
+	copyHolds(t, over, "conf", data)
+
+	// When the user removes their object, the Skip rule puts its copy there at once.
+	if err := env.Client.Delete(ctx, configMap(skip, "conf", nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	copyHolds(t, skip, "conf", data)
+	settled(t, skipRule)
+
+	// Deleting the rules releases what they took over and deletes what they made.
+	for _, r := range []*copyv1alpha1.CopyRule{skipRule, adoptRule, overRule} {
+		if err := env.Client.Delete(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone(t, skip, "conf")
+	for _, ns := range []string{adopt, over} {
+		testenv.Eventually(t, wait, "the object in "+ns+" to be released", func(ctx context.Context) (bool, error) {
+			cm := &corev1.ConfigMap{}
+			err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "conf"}, cm)
+			_, marked := cm.Labels["copy.clusterops.io/rule-uid"]
+			return err == nil && !marked && cm.Annotations["copy.clusterops.io/taken-over"] == "", err
+		})
+	}
+	copyHolds(t, adoptDiff, "conf", mine)
+}
+
+// TestCopyRuleConvergedWritesNothing forces a full reconcile of a settled
+// rule and checks that not one write reaches its namespaces.
+func TestCopyRuleConvergedWritesNothing(t *testing.T) {
+	src := env.Namespace(t, "copy-zsrc", nil)
+	var targets []string
+	for range 5 {
+		targets = append(targets, env.Namespace(t, "copy-z", nil))
+	}
+	create(t, configMap(src, "one", map[string]string{"a": "1"}, map[string]string{"z": "y"}),
+		configMap(src, "two", map[string]string{"b": "2"}, map[string]string{"z": "y"}))
+	r := copyRule(t, src, "steady", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"z": "y"}}, Namespaces: targets})
+	settled(t, r)
+	var before int
+	for _, ns := range targets {
+		before += len(env.Requests.Writes("/namespaces/"+ns+"/configmaps"))
+	}
+	if before != 10 {
+		t.Errorf("initial sync wrote %d times, want 10 (2 sources × 5 namespaces)", before)
+	}
+	env.Update(t, r, func() { r.Spec.ForProvider.MaxParallelWrites = 3 })
+	settled(t, r)
+	var after int
+	for _, ns := range targets {
+		after += len(env.Requests.Writes("/namespaces/" + ns + "/configmaps"))
+	}
+	if after != before {
+		t.Errorf("a converged rule wrote %d times on a full reconcile, want 0", after-before)
+	}
+}
+
+func TestCopyRuleReach(t *testing.T) {
+	src := env.Namespace(t, "copy-rsrc", nil)
+	ok := env.Namespace(t, "copy-ok", nil)
+	far := env.Namespace(t, "far", nil)
+	create(t, configMap(src, "conf", map[string]string{"k": "v"}, nil))
+	r := copyRule(t, src, "reach", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{ok, far}})
+	copyHolds(t, ok, "conf", map[string]string{"k": "v"})
+	testenv.Eventually(t, wait, "the out-of-reach target to be reported", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), r)
+		for _, p := range r.Status.AtProvider.Problems {
+			if p.Namespace == far && p.Reason == copyv1alpha1.ProblemOutOfReach {
+				return r.GetCondition(xpv2.TypeReady).Status == corev1.ConditionFalse, err
+			}
+		}
+		return false, err
+	})
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: far, Name: "conf"}, &corev1.ConfigMap{}); !kerrors.IsNotFound(err) {
+		t.Errorf("copy written out of reach: %v", err)
+	}
+
+	// A source namespace out of reach is a Synced=False condition that says why.
+	home := env.Namespace(t, "copy-home", nil)
+	r2 := copyRule(t, home, "far-source", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, SourceNamespace: far, Names: []string{"conf"}, Namespaces: []string{ok}})
+	testenv.Eventually(t, wait, "the out-of-reach source to be reported", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(r2), r2)
+		c := r2.GetCondition(xpv2.TypeSynced)
+		return c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "out of reach"), err
+	})
+}
+
+func TestCopyRuleSecrets(t *testing.T) {
+	ctx := context.Background()
+	src := env.Namespace(t, "copy-ssrc", nil)
+	dst := env.Namespace(t, "copy-sdst", nil)
+	const value = "do-not-leak-0123456789"
+	imm := true
+	create(t,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "tls", Labels: map[string]string{"s": "y"}}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"key": []byte(value)}, Immutable: &imm},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "token", Labels: map[string]string{"s": "y"}, Annotations: map[string]string{"kubernetes.io/service-account.name": "default"}}, Type: corev1.SecretTypeServiceAccountToken})
+	r := copyRule(t, src, "secrets", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindSecret, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"s": "y"}}, Namespaces: []string{dst}})
+
+	got := &corev1.Secret{}
+	testenv.Eventually(t, wait, "the Secret copy", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: dst, Name: "tls"}, got)
+		return err == nil && string(got.Data["key"]) == value && got.Immutable != nil && *got.Immutable, err
+	})
+	// The token is refused with a reason, and never copied.
+	testenv.Eventually(t, wait, "the service account token to be refused", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), r)
+		for _, p := range r.Status.AtProvider.Problems {
+			if p.Name == "token" && p.Reason == copyv1alpha1.ProblemRefused {
+				return true, err
+			}
+		}
+		return false, err
+	})
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: dst, Name: "token"}, &corev1.Secret{}); !kerrors.IsNotFound(err) {
+		t.Errorf("service account token copied: %v", err)
+	}
+
+	// An immutable source is replaced, not updated: the copy is replaced too.
+	if err := env.Client.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "tls"}}); err != nil {
+		t.Fatal(err)
+	}
+	const value2 = "do-not-leak-rotated-987"
+	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "tls", Labels: map[string]string{"s": "y"}}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"key": []byte(value2)}, Immutable: &imm})
+	testenv.Eventually(t, wait, "the immutable copy to be replaced", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: dst, Name: "tls"}, got)
+		return err == nil && string(got.Data["key"]) == value2, err
+	})
+
+	// Secret data appears nowhere: not in status, not in events.
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
+		t.Fatal(err)
+	}
+	events := &corev1.EventList{}
+	if err := env.Client.List(ctx, events, client.InNamespace(src)); err != nil {
+		t.Fatal(err)
+	}
+	leak := fmt.Sprintf("%v", r.Status)
+	for _, e := range events.Items {
+		leak += e.Message
+	}
+	for _, v := range []string{value, value2} {
+		if strings.Contains(leak, v) {
+			t.Errorf("Secret data %q appears in status or events", v)
+		}
+	}
+}
+
+func TestCopyRuleWithoutDeletePolicyPrunesNothing(t *testing.T) {
+	ctx := context.Background()
+	src := env.Namespace(t, "copy-psrc", nil)
+	dst := env.Namespace(t, "copy-pdst", nil)
+	create(t, configMap(src, "conf", map[string]string{"k": "v"}, nil))
+	r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "keep"}}
+	r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate, xpv2.ManagementActionLateInitialize}
+	r.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: copyConfig}
+	r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{dst}, ConflictPolicy: copyv1alpha1.ConflictSkip, MaxParallelWrites: 4}
+	ensureCopyConfig(t)
+	create(t, r)
+	copyHolds(t, dst, "conf", map[string]string{"k": "v"})
+	if err := env.Client.Delete(ctx, configMap(src, "conf", nil, nil)); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "the withheld prune to be reported", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), r)
+		for _, p := range r.Status.AtProvider.Problems {
+			if p.Namespace == dst && p.Reason == copyv1alpha1.ProblemPruneSkipped {
+				return true, err
+			}
+		}
+		return false, err
+	})
+	copyHolds(t, dst, "conf", map[string]string{"k": "v"})
+	if err := env.Client.Delete(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "the rule to be gone", func(ctx context.Context) (bool, error) {
+		return kerrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(r), r)), nil
+	})
+	copyHolds(t, dst, "conf", map[string]string{"k": "v"})
+}
