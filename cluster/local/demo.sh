@@ -22,7 +22,7 @@ ready_or_fail() {
       tail -20 "$demo/provider.log" >&2
       return 1
     fi
-    [[ "$(kc -n demo get "$1" "$2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]] && { echo "$1/$2 is Ready"; return 0; }
+    [[ "$(kc -n "${3:-demo}" get "$1" "$2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]] && { echo "$1/$2 is Ready"; return 0; }
     sleep 0.1
   done
   echo "$1/$2 is not Ready after 60s:" >&2
@@ -116,6 +116,18 @@ echo "new ReplicaSet after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 kc -n demo get configrollouts
 kc -n demo get replicasets -l app=nginx
 
+say "CopyRule: the Copyrator ConfigMap is in every namespace within reach; a new namespace gets it on the watch event"
+ready_or_fail copyrule copyrator default >/dev/null
+kc get copyrules -A
+kc create namespace demo-newcomer >/dev/null
+start=$(date +%s%N)
+until kc -n demo-newcomer get configmap copyrator-greeting >/dev/null 2>&1; do sleep 0.05; done
+echo "copy in the new namespace after $(( ($(date +%s%N) - start) / 1000000 )) ms"
+kc -n default patch configmap copyrator-greeting --type merge -p '{"data":{"greeting":"changed at the source"}}' >/dev/null
+start=$(date +%s%N)
+until [[ "$(kc -n demo get configmap copyrator-greeting -o jsonpath='{.data.greeting}')" == "changed at the source" ]]; do sleep 0.05; done
+echo "source change reached the copies after $(( ($(date +%s%N) - start) / 1000000 )) ms"
+
 say "Configs and their users"
 kc get clusterproviderconfigs
 kc get providerconfigs,providerconfigusages -A
@@ -123,5 +135,8 @@ kc get providerconfigs,providerconfigusages -A
 say "Deleting the examples: the claim outlives its AppBundle (pvcDeletionPolicy: Retain)"
 kc -n demo delete immortalcontainer example-immortalcontainer --wait=true --timeout=60s
 kc -n demo delete appbundle my-web-app --wait=true --timeout=60s
+kc -n default delete copyrule copyrator --wait=true --timeout=60s
+echo "copies of copyrator-greeting left: $(kc get configmaps -A -l copy.clusterops.io/rule-uid --no-headers 2>/dev/null | grep -c copyrator-greeting || true)"
+kc delete namespace demo-newcomer --wait=false >/dev/null
 kc -n demo get deployments,pods,services,pvc 2>&1
 say "Done"

@@ -184,10 +184,16 @@ func BenchmarkAppBundlesToReady(b *testing.B) {
 // parallel runs fn for 0..n-1 on 32 workers.
 func parallel(b *testing.B, n int, fn func(i int) error) {
 	b.Helper()
+	parallelN(b, 32, n, fn)
+}
+
+// parallelN runs fn for 0..n-1 on workers goroutines.
+func parallelN(b *testing.B, workers, n int, fn func(i int) error) {
+	b.Helper()
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	work := make(chan int)
-	for range 32 {
+	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
