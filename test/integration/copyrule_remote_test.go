@@ -42,7 +42,9 @@ func TestCopyRuleOnRemoteCluster(t *testing.T) {
 			Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceSecret, SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Name: "remote-kubeconfig", Namespace: home}, Key: "kubeconfig"}},
 			Reach:       &v1alpha1.Reach{Namespaces: []string{"far-*"}},
 		}})
-	t.Cleanup(func() { _ = env.Client.Delete(ctx, &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: cpc}}) })
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: cpc}})
+	})
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: home}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "far-away"}},

@@ -307,7 +307,7 @@ func TestCopyRuleConvergedWritesNothing(t *testing.T) {
 	settled(t, r)
 	var before int
 	for _, ns := range targets {
-		before += len(env.Requests.Writes("/namespaces/"+ns+"/configmaps"))
+		before += len(env.Requests.Writes("/namespaces/" + ns + "/configmaps"))
 	}
 	if before != 10 {
 		t.Errorf("initial sync wrote %d times, want 10 (2 sources × 5 namespaces)", before)
