@@ -139,6 +139,17 @@ func TestCopyRuleCopiesAndFollows(t *testing.T) {
 	if got := r.Status.AtProvider.Copies; got != "2/2" {
 		t.Errorf("status.atProvider.copies = %q, want 2/2", got)
 	}
+	// One event tells what a reconcile wrote, not one event per copy.
+	testenv.Eventually(t, wait, "the aggregated event", func(ctx context.Context) (bool, error) {
+		l := &corev1.EventList{}
+		err := env.Client.List(ctx, l, client.InNamespace(src))
+		for _, e := range l.Items {
+			if e.InvolvedObject.Name == r.Name && e.Reason == "SyncedCopies" && e.Message == "Created 2 ConfigMap copies" {
+				return true, err
+			}
+		}
+		return false, err
+	})
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: later}})
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: later}}) })
 	copyHolds(t, later, "settings", map[string]string{"k": "v1"})
@@ -222,6 +233,33 @@ func TestCopyRuleFollowsNamespaces(t *testing.T) {
 	}
 	env.Update(t, n, func() { delete(n.Labels, "copy-test/wants") })
 	gone(t, in, "shared")
+}
+
+func TestCopyRuleFollowsPattern(t *testing.T) {
+	src := env.Namespace(t, "copy-patsrc", nil)
+	id := strings.TrimPrefix(src, "copy-patsrc-")
+	create(t, configMap(src, "shared", map[string]string{"k": "v"}, nil))
+	copyRule(t, src, "by-pattern", copyv1alpha1.CopyRuleParameters{
+		Kind: copyv1alpha1.KindConfigMap, Names: []string{"shared"}, NamespacePattern: "copy-pat" + id + "-.*",
+	})
+	// A namespace created after the rule that matches the pattern gets a copy;
+	// one that only contains the pattern does not (the whole name must match).
+	in := env.Namespace(t, "copy-pat"+id, nil)
+	out := env.Namespace(t, "copy-x-copy-pat"+id, nil)
+	copyHolds(t, in, "shared", map[string]string{"k": "v"})
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: out, Name: "shared"}, &corev1.ConfigMap{}); !kerrors.IsNotFound(err) {
+		t.Errorf("a namespace the pattern matches only in part got a copy: %v", err)
+	}
+}
+
+func TestCopyRuleKindIsImmutable(t *testing.T) {
+	src := env.Namespace(t, "copy-imm", nil)
+	r := copyRule(t, src, "fixed", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"a"}, Namespaces: []string{"copy-nowhere"}})
+	// A merge patch: the provider writes the rule's status meanwhile.
+	err := env.Client.Patch(context.Background(), r, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"forProvider":{"kind":"Secret"}}}`)))
+	if err == nil || !strings.Contains(err.Error(), "kind is immutable") {
+		t.Errorf("changing kind: want rejected with \"kind is immutable\", got %v", err)
+	}
 }
 
 func TestCopyRuleConflicts(t *testing.T) {

@@ -169,7 +169,7 @@ type CopyRuleObservation struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=50
 	ObservedSources []ObservedSource `json:"observedSources,omitempty"`
-	// LastFullSync is when every intended copy was last seen in sync.
+	// LastFullSync is when every intended copy was last brought in sync.
 	// +optional
 	LastFullSync *metav1.Time `json:"lastFullSync,omitempty"`
 }

@@ -94,31 +94,32 @@ func mayDelete(cr *v1alpha1.CopyRule) bool {
 // of copies is a valid state, and all writes happen in Update.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.ExternalObservation, error) {
 	p := cr.Spec.ForProvider
-	if err := e.watch(cr, nil); err != nil {
+	nss, err := readNamespaces(ctx, e.cluster.Client)
+	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	reachable := e.reach(cr, nss)
 	if meta.WasDeleted(cr) {
+		if err := e.watch(cr, cr.Status.AtProvider.Problems); err != nil {
+			return managed.ExternalObservation{}, err
+		}
 		copies, err := readCopies(ctx, e.cluster.Client, p.Kind, string(cr.GetUID()))
 		if err != nil {
 			return managed.ExternalObservation{}, err
 		}
 		for _, c := range copies {
-			if e.reachable(ctx, cr, c.Namespace) == nil {
+			if reachable(c.Namespace) == nil {
 				return managed.ExternalObservation{ResourceExists: true}, nil
 			}
 		}
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 	src := sourceNamespace(cr)
-	if err := e.cluster.CheckNamespace(ctx, cr.GetNamespace(), src); err != nil {
+	if err := reachable(src); err != nil {
 		cr.SetConditions(xpv2.Unavailable().WithMessage("the source namespace is out of reach: " + err.Error()))
 		return managed.ExternalObservation{}, errors.Wrap(err, "cannot read the source namespace")
 	}
 	sources, refused, err := readSources(ctx, e.cluster.Client, p, src)
-	if err != nil {
-		return managed.ExternalObservation{}, err
-	}
-	nss, err := readNamespaces(ctx, e.cluster.Client)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
@@ -134,14 +135,9 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	labelsOf := make(map[string]map[string]string, len(nss))
-	for _, n := range nss {
-		labelsOf[n.Name] = n.Labels
-	}
 	e.plan = MakePlan(PlanInput{
 		Owner: owner(cr), Sources: sources, Targets: targets, Copies: copies, Occupied: occupied,
-		Policy: p.ConflictPolicy, MayDelete: mayDelete(cr),
-		Reachable: func(ns string) error { return e.cluster.Reach.Check(cr.GetNamespace(), ns, labelsOf[ns]) },
+		Policy: p.ConflictPolicy, MayDelete: mayDelete(cr), Reachable: reachable,
 	})
 	for _, n := range slices.Sorted(maps.Keys(refused)) {
 		e.plan.Problems = append(e.plan.Problems, v1alpha1.CopyProblem{Namespace: src, Name: n, Reason: v1alpha1.ProblemRefused, Message: refused[n]})
@@ -159,7 +155,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 		}
 		o.ObservedSources = append(o.ObservedSources, v1alpha1.ObservedSource{Name: s.Name, ResourceVersion: s.ResourceVersion})
 	}
-	e.report(cr, e.plan.Problems, e.plan.InSync, 0)
+	e.report(cr, e.plan.Problems, e.plan.InSync, 0, false)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(e.plan.Actions) == 0}, nil
 }
 
@@ -221,24 +217,23 @@ func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 			ws = append(ws, watchset.Watch{Resource: res, Namespace: pr.Namespace, Fields: "metadata.name=" + pr.Name})
 		}
 	}
-	if problems == nil {
-		// Before planning, keep the conflict watches of the last reconcile.
-		for _, pr := range cr.Status.AtProvider.Problems {
-			if pr.Reason == v1alpha1.ProblemConflict {
-				ws = append(ws, watchset.Watch{Resource: res, Namespace: pr.Namespace, Fields: "metadata.name=" + pr.Name})
-			}
-		}
-	}
 	return errors.Wrap(e.watches.Ensure(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, e.cluster, ws...), "cannot watch the rule's sources and copies")
 }
 
-func (e *external) reachable(ctx context.Context, cr *v1alpha1.CopyRule, ns string) error {
-	return e.cluster.CheckNamespace(ctx, cr.GetNamespace(), ns)
+// reach returns the reach check of the rule, deciding from the labels of the
+// namespaces already read rather than reading each namespace again.
+func (e *external) reach(cr *v1alpha1.CopyRule, nss []Namespace) func(ns string) error {
+	labelsOf := make(map[string]map[string]string, len(nss))
+	for _, n := range nss {
+		labelsOf[n.Name] = n.Labels
+	}
+	return func(ns string) error { return e.cluster.Reach.Check(cr.GetNamespace(), ns, labelsOf[ns]) }
 }
 
 // report writes the counts, problems and Ready condition into the status.
-func (e *external) report(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem, inSync, failed int) {
+func (e *external) report(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem, inSync, failed int, wrote bool) {
 	o := &cr.Status.AtProvider
+	wasInSync := o.LastFullSync != nil && o.CopiesInSync == o.IntendedCopies
 	o.IntendedCopies = int32(e.plan.Intended)
 	o.CopiesInSync = int32(inSync)
 	o.Copies = fmt.Sprintf("%d/%d", inSync, e.plan.Intended)
@@ -256,8 +251,12 @@ func (e *external) report(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem
 		o.Problems = nil
 	}
 	if inSync == e.plan.Intended {
-		now := metav1.NewTime(e.now())
-		o.LastFullSync = &now
+		// Set when the rule comes into sync, not on every reconcile: a
+		// converged rule's status is left as it is, so nothing is written.
+		if !wasInSync || wrote {
+			now := metav1.NewTime(e.now())
+			o.LastFullSync = &now
+		}
 		cr.SetConditions(xpv2.Available())
 		return
 	}
@@ -282,7 +281,7 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 	r := w.Run(ctx, e.plan.Actions, max(int(p.MaxParallelWrites), 1))
 	e.plan.Skipped += r.Skipped
 	problems := append(r.Problems, e.plan.Problems...) //nolint:gocritic // A new slice of both.
-	e.report(cr, problems, e.plan.InSync+r.Written, r.Failed)
+	e.report(cr, problems, e.plan.InSync+r.Written, r.Failed, len(r.Done) > 0)
 	if err := e.watch(cr, problems); err != nil {
 		return managed.ExternalUpdate{}, err
 	}
@@ -320,13 +319,18 @@ func summary(kind string, done map[Op]int) string {
 // over, in the namespaces it may still reach.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.CopyRule) (managed.ExternalDelete, error) {
 	p := cr.Spec.ForProvider
+	nss, err := readNamespaces(ctx, e.cluster.Client)
+	if err != nil {
+		return managed.ExternalDelete{}, err
+	}
+	reachable := e.reach(cr, nss)
 	copies, err := readCopies(ctx, e.cluster.Client, p.Kind, string(cr.GetUID()))
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}
 	var actions []Action
 	for _, c := range copies {
-		if e.reachable(ctx, cr, c.Namespace) != nil {
+		if reachable(c.Namespace) != nil {
 			continue
 		}
 		if TakenOver(c) {
