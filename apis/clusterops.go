@@ -4,6 +4,7 @@ package apis
 import (
 	"k8s.io/apimachinery/pkg/runtime"
 
+	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 )
@@ -12,6 +13,7 @@ import (
 var AddToSchemes = runtime.SchemeBuilder{
 	v1alpha1.SchemeBuilder.AddToScheme,
 	workloadv1alpha1.SchemeBuilder.AddToScheme,
+	chaosv1alpha1.SchemeBuilder.AddToScheme,
 }
 
 // AddToScheme adds all resources to the Scheme.
