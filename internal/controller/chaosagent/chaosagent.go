@@ -207,7 +207,9 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 
 	reasons := append(slices.Clone(notes), plan.Reasons...)
 	b := e.backup(ca)
-	if !dry && slices.ContainsFunc(plan.Actions, func(a Action) bool { return a.Kind == v1alpha1.ActionScaleDeployment || a.Kind == v1alpha1.ActionRewriteConfigMap }) {
+	if !dry && slices.ContainsFunc(plan.Actions, func(a Action) bool {
+		return a.Kind == v1alpha1.ActionScaleDeployment || a.Kind == v1alpha1.ActionRewriteConfigMap
+	}) {
 		if err := b.load(ctx); err != nil {
 			return err
 		}

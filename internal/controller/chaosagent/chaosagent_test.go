@@ -105,8 +105,8 @@ func TestObserve(t *testing.T) {
 		"DeletedWithBackup": {
 			reason: "A deleted agent exists while its backup does.",
 			agent:  agent(func(ca *v1alpha1.ChaosAgent) { ca.DeletionTimestamp = at(0); ca.Finalizers = []string{"x"} }),
-			objs: []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "edmund-chaos-backup", Labels: map[string]string{LabelBackupOf: "edmund"}}}},
-			want: managed.ExternalObservation{ResourceExists: true},
+			objs:   []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "edmund-chaos-backup", Labels: map[string]string{LabelBackupOf: "edmund"}}}},
+			want:   managed.ExternalObservation{ResourceExists: true},
 		},
 		"DeletedWithoutBackup": {
 			reason: "A deleted agent without a backup is gone.",
