@@ -8,7 +8,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	policyv1 "k8s.io/api/policy/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -63,11 +62,7 @@ func (e *external) killPod(ctx context.Context, a Action, rec *v1alpha1.ChaosAct
 	// The UID precondition makes sure the pod killed is the pod chosen, not a successor.
 	var err error
 	if a.Kind == v1alpha1.ActionEvictPod {
-		ev := &policyv1.Eviction{
-			ObjectMeta:    metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-			DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}},
-		}
-		err = e.cluster.Client.SubResource("eviction").Create(ctx, pod, ev)
+		err = e.evict(ctx, pod)
 	} else {
 		err = e.cluster.Client.Delete(ctx, pod, client.Preconditions{UID: &pod.UID})
 	}

@@ -41,13 +41,14 @@ const (
 // Setup adds the ChaosAgent controller to mgr. Agents watch nothing: each is
 // re-polled when its next round is due.
 func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+	mem := newMemory()
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ChaosAgent]{
 		GroupKind: v1alpha1.ChaosAgentGroupKind,
 		Kind:      resource.ManagedKind(v1alpha1.ChaosAgentGroupVersionKind),
 		Object:    &v1alpha1.ChaosAgent{},
 		List:      &v1alpha1.ChaosAgentList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ChaosAgent) managed.TypedExternalClient[*v1alpha1.ChaosAgent] {
-			return &external{cluster: c, record: rec, now: time.Now}
+			return &external{cluster: c, record: rec, now: time.Now, memory: mem, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
 		},
 		Options: []managed.ReconcilerOption{managed.WithPollIntervalHook(untilNextRound(time.Now))},
 	})
@@ -68,6 +69,9 @@ type external struct {
 	cluster *target.Cluster
 	record  event.Recorder
 	now     func() time.Time
+	memory  *memory
+	// evict evicts a pod through the Eviction API.
+	evict func(ctx context.Context, p *corev1.Pod) error
 }
 
 // Observe reports whether a round is due; it writes nothing to the target
@@ -80,6 +84,7 @@ type external struct {
 // long as its backup ConfigMap does, and Delete reverts and removes it.
 func (e *external) Observe(ctx context.Context, ca *v1alpha1.ChaosAgent) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(ca) {
+		e.memory.forget(ca)
 		b := e.backup(ca)
 		if err := b.load(ctx); err != nil {
 			return managed.ExternalObservation{}, err
@@ -91,6 +96,7 @@ func (e *external) Observe(ctx context.Context, ca *v1alpha1.ChaosAgent) (manage
 		ca.SetConditions(xpv2.Unavailable().WithMessage("invalid spec.forProvider: " + err.Error()))
 		return managed.ExternalObservation{}, errors.Wrap(err, "invalid spec.forProvider")
 	}
+	e.memory.recall(ca)
 	o := &ca.Status.AtProvider
 	now := e.now()
 	due := now
@@ -240,6 +246,7 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 	next := metav1.NewTime(now.Add(s.Interval))
 	o.RoundsRun, o.LastRoundTime, o.NextRoundTime, o.TargetNamespaces = round, &t, &next, namespaces
 	o.LastRoundSummary = summarize(done, reasons)
+	e.memory.remember(ca)
 	if !slices.ContainsFunc(done, func(a v1alpha1.ChaosAction) bool { return a.Action != v1alpha1.ActionEvictionRefused }) {
 		e.record.Event(ca, event.Normal(reasonNothingHappened, upperFirst(o.LastRoundSummary)))
 	}

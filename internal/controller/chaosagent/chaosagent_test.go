@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -39,7 +40,7 @@ func agent(mod func(*v1alpha1.ChaosAgent)) *v1alpha1.ChaosAgent {
 	return ca
 }
 
-func scheme(t *testing.T) *runtime.Scheme {
+func testScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -53,9 +54,12 @@ func scheme(t *testing.T) *runtime.Scheme {
 
 func newExternal(t *testing.T, objs ...client.Object) (*external, client.Client) {
 	t.Helper()
-	c := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).Build()
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
 	cl := &target.Cluster{Client: c, Local: true, Reach: reach.Policy{Config: "test", ProviderNamespace: "crossplane-system", Denied: reach.DefaultDenied}}
-	return &external{cluster: cl, record: event.NewNopRecorder(), now: func() time.Time { return now }}, c
+	evict := func(ctx context.Context, p *corev1.Pod) error {
+		return c.SubResource("eviction").Create(ctx, p, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
+	}
+	return &external{cluster: cl, record: event.NewNopRecorder(), now: func() time.Time { return now }, evict: evict}, c
 }
 
 func deployment(ns, name string, replicas int32) *appsv1.Deployment {
