@@ -58,6 +58,8 @@ bench: ## Run the benchmarks on the local control plane and write docs/benchmark
 fuzz: ## Fuzz the pure functions that take user input, briefly.
 	go test -run '^$$' -fuzz FuzzCheck -fuzztime 20s ./internal/reach/
 	go test -run '^$$' -fuzz FuzzHashDeterministic -fuzztime 20s ./internal/controller/configrollout/
+	go test -run '^$$' -fuzz FuzzQuietWindow -fuzztime 20s ./internal/controller/chaosagent/
+	go test -run '^$$' -fuzz FuzzSelector -fuzztime 20s ./internal/controller/chaosagent/
 
 .PHONY: cluster-up
 cluster-up: ## Start the local control plane (etcd, apiserver, controller-manager, scheduler, kwok).
