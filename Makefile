@@ -59,6 +59,8 @@ fuzz: ## Fuzz the pure functions that take user input, briefly.
 	go test -run '^$$' -fuzz FuzzCheck -fuzztime 20s ./internal/reach/
 	go test -run '^$$' -fuzz FuzzHashDeterministic -fuzztime 20s ./internal/controller/configrollout/
 	go test -run '^$$' -fuzz FuzzSelectTargets -fuzztime 20s ./internal/controller/copyrule/
+	go test -run '^$$' -fuzz FuzzQuietWindow -fuzztime 20s ./internal/controller/chaosagent/
+	go test -run '^$$' -fuzz FuzzSelector -fuzztime 20s ./internal/controller/chaosagent/
 
 .PHONY: cluster-up
 cluster-up: ## Start the local control plane (etcd, apiserver, controller-manager, scheduler, kwok).

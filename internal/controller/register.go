@@ -9,10 +9,12 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
+	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/appbundle"
+	"github.com/clusterops/provider-clusterops/internal/controller/chaosagent"
 	"github.com/clusterops/provider-clusterops/internal/controller/config"
 	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
 	"github.com/clusterops/provider-clusterops/internal/controller/copyrule"
@@ -73,6 +75,10 @@ func kinds(r *target.Resolver) []kind {
 		{
 			gvks:  []schema.GroupVersionKind{copyv1alpha1.CopyRuleGroupVersionKind},
 			setup: func(m ctrl.Manager, o controller.Options) error { return copyrule.Setup(m, o, r) },
+		},
+		{
+			gvks:  []schema.GroupVersionKind{chaosv1alpha1.ChaosAgentGroupVersionKind},
+			setup: func(m ctrl.Manager, o controller.Options) error { return chaosagent.Setup(m, o, r) },
 		},
 	}
 }

@@ -145,6 +145,60 @@ func TestAdmission(t *testing.T) {
 			reason: "A full, valid ConfigRollout is accepted.",
 			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ConfigRollout, metadata: {name: cr6}, spec: {forProvider: {configMaps: [{name: c, keys: [nginx.conf]}], secrets: [{name: s}], selector: {matchLabels: {app: web}}, debounce: 5s}}}`,
 		},
+		"ChaosAgentEagernessZero": {
+			reason: "Eagerness is a percentage from 1.",
+			yaml:   `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: ca1}, spec: {forProvider: {tantrumMode: true, eagerness: 0}}}`,
+			want:   "spec.forProvider.eagerness: Invalid value: 0: spec.forProvider.eagerness in body should be greater than or equal to 1",
+		},
+		"ChaosAgentEagernessOver100": {
+			reason: "Eagerness is a percentage up to 100.",
+			yaml:   `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: ca2}, spec: {forProvider: {tantrumMode: true, eagerness: 101}}}`,
+			want:   "spec.forProvider.eagerness in body should be less than or equal to 100",
+		},
+		"ChaosAgentNegativeTolerance": {
+			reason: "A negative pod tolerance is refused.",
+			yaml:   `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: ca3}, spec: {forProvider: {tantrumMode: true, podTolerance: -1}}}`,
+			want:   "spec.forProvider.podTolerance in body should be greater than or equal to 0",
+		},
+		"ChaosAgentIntervalUnderASecond": {
+			reason: "Rounds are at least a second apart.",
+			yaml:   `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: ca4}, spec: {forProvider: {tantrumMode: true, interval: 500ms}}}`,
+			want:   "interval must be at least 1s",
+		},
+		"ChaosAgentIntervalNotADuration": {
+			reason: "An interval must be a duration.",
+			yaml:   `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: ca5}, spec: {forProvider: {tantrumMode: true, interval: often}}}`,
+			want:   "interval is a duration such as 1s, 30s, 5m or 1h30m",
+		},
+		"ChaosAgentNoMode": {
+			reason: "An agent with no mode enabled would do nothing.",
+			yaml:   `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: ca6}, spec: {forProvider: {tantrumMode: false, podTolerance: 3}}}`,
+			want:   "enable at least one of tantrumMode, cancerMode or ipsumMode",
+		},
+		"ChaosAgentWindowBadTime": {
+			reason: "Quiet window times are HH:MM.",
+			yaml:   `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: ca7}, spec: {forProvider: {ipsumMode: true, quietWindows: [{start: "9am", end: "17:00"}]}}}`,
+			want:   "quietWindows[].start and end are times of day as HH:MM",
+		},
+		"ChaosAgentWindowBadDay": {
+			reason: "Quiet window days are weekday names.",
+			yaml:   `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: ca8}, spec: {forProvider: {ipsumMode: true, quietWindows: [{days: [Funday], start: "09:00", end: "17:00"}]}}}`,
+			want:   `Unsupported value: "Funday"`,
+		},
+		"ChaosAgentWindowEmptyTimeZone": {
+			reason: "A quiet window's time zone is an IANA name, not empty.",
+			yaml:   `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: ca9}, spec: {forProvider: {ipsumMode: true, quietWindows: [{start: "09:00", end: "17:00", timeZone: ""}]}}}`,
+			want:   "quietWindows[].timeZone is an IANA time zone such as UTC or Europe/Berlin",
+		},
+		"ChaosAgentBadSelectorOperator": {
+			reason: "A selector operator outside the four known ones is refused.",
+			yaml:   `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: ca10}, spec: {forProvider: {tantrumMode: true, podSelector: {matchExpressions: [{key: a, operator: Equals, values: [b]}]}}}}`,
+			want:   "podSelector.matchExpressions[].operator must be one of In, NotIn, Exists, DoesNotExist",
+		},
+		"ChaosAgentValid": {
+			reason: "A full, valid ChaosAgent is accepted.",
+			yaml:   `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: ca-ok}, spec: {managementPolicies: ["Observe"], forProvider: {tantrumMode: true, podTolerance: 0, cancerMode: true, maxReplicas: 4, ipsumMode: true, eagerness: 100, interval: 1s, minPodAge: 1m30s, maxActionsPerRound: 3, excludedNamespaces: ["prod-*"], namespaces: [a, b], dryRun: true, seed: -7, revertOnDelete: false, respectDisruptionBudgets: false, quietWindows: [{days: [Mon, Sunday], start: "22:00", end: "06:00", timeZone: America/Argentina/Buenos_Aires}]}}}`,
+		},
 		"ImmortalContainerNoForProvider": {
 			reason: "An ImmortalContainer without parameters is refused.",
 			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: k}, spec: {}}`,

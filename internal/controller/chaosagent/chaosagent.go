@@ -1,0 +1,315 @@
+// Package chaosagent runs controlled chaos: on an interval it kills random
+// pods, scales random Deployments up and overwrites random ConfigMaps, only
+// where it may, within the limits it is given, and reverts what it changed
+// when it is deleted.
+package chaosagent
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/target"
+)
+
+const (
+	reasonNothingHappened event.Reason = "NothingHappened"
+	reasonQuiet           event.Reason = "QuietWindow"
+)
+
+// Setup adds the ChaosAgent controller to mgr. Agents watch nothing: each is
+// re-polled when its next round is due.
+func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+	mem := newMemory()
+	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ChaosAgent]{
+		GroupKind: v1alpha1.ChaosAgentGroupKind,
+		Kind:      resource.ManagedKind(v1alpha1.ChaosAgentGroupVersionKind),
+		Object:    &v1alpha1.ChaosAgent{},
+		List:      &v1alpha1.ChaosAgentList{},
+		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ChaosAgent) managed.TypedExternalClient[*v1alpha1.ChaosAgent] {
+			return &external{cluster: c, record: rec, now: time.Now, memory: mem, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
+		},
+		Options: []managed.ReconcilerOption{managed.WithPollIntervalHook(untilNextRound(time.Now))},
+	})
+}
+
+// untilNextRound brings the next reconcile forward to the agent's next round,
+// so agents run at their own interval, not at the provider's poll interval.
+func untilNextRound(now func() time.Time) managed.PollIntervalHook {
+	return managedkind.PollUntil(now, func(ca *v1alpha1.ChaosAgent, _ time.Time) (time.Time, bool) {
+		if t := ca.Status.AtProvider.NextRoundTime; t != nil {
+			return t.Time, true
+		}
+		return time.Time{}, false
+	})
+}
+
+type external struct {
+	cluster *target.Cluster
+	record  event.Recorder
+	now     func() time.Time
+	memory  *memory
+	// evict evicts a pod through the Eviction API.
+	evict func(ctx context.Context, p *corev1.Pod) error
+}
+
+// Observe reports whether a round is due; it writes nothing to the target
+// cluster.
+//
+// The external resource of an agent is its backup: while the agent lives it
+// always counts as existing (before the first change there is nothing to back
+// up), so Create is never needed and every round runs in Update, whose status
+// changes the reconciler keeps. Once the agent is deleted, it exists for as
+// long as its backup ConfigMap does, and Delete reverts and removes it.
+func (e *external) Observe(ctx context.Context, ca *v1alpha1.ChaosAgent) (managed.ExternalObservation, error) {
+	if meta.WasDeleted(ca) {
+		e.memory.forget(ca)
+		b := e.backup(ca)
+		if err := b.load(ctx); err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		return managed.ExternalObservation{ResourceExists: b.cm != nil}, nil
+	}
+	s, err := Compile(ca.Spec.ForProvider)
+	if err != nil {
+		ca.SetConditions(xpv2.Unavailable().WithMessage("invalid spec.forProvider: " + err.Error()))
+		return managed.ExternalObservation{}, errors.Wrap(err, "invalid spec.forProvider")
+	}
+	e.memory.recall(ca)
+	o := &ca.Status.AtProvider
+	now := e.now()
+	due := now
+	if o.LastRoundTime != nil {
+		due = o.LastRoundTime.Add(s.Interval)
+	}
+	if quiet, until := Quiet(s.Windows, now); quiet {
+		msg := "quiet window until " + until.UTC().Format(time.RFC3339)
+		if !strings.HasPrefix(o.LastRoundSummary, "nothing happened: quiet window") {
+			e.record.Event(ca, event.Normal(reasonQuiet, "Nothing happens: "+msg))
+		}
+		o.LastRoundSummary = "nothing happened: " + msg
+		next := metav1.NewTime(latest(until, due))
+		o.NextRoundTime = &next
+		if o.LastRoundTime == nil {
+			ca.SetConditions(xpv2.Unavailable().WithMessage("no round has run yet: " + msg))
+		}
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	}
+	next := metav1.NewTime(due)
+	o.NextRoundTime = &next
+	if o.LastRoundTime == nil {
+		ca.SetConditions(xpv2.Unavailable().WithMessage("no round has run yet"))
+	}
+	if now.Before(due) {
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	}
+	if !mayUpdate(ca) {
+		// Update never runs under an Observe-only policy: the agent records
+		// here what it would do, and changes nothing.
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, e.round(ctx, ca, s, true)
+	}
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}, nil
+}
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// mayUpdate reports whether the management policies let the agent change
+// anything.
+func mayUpdate(ca *v1alpha1.ChaosAgent) bool {
+	p := ca.GetManagementPolicies()
+	return len(p) == 0 || slices.Contains(p, xpv2.ManagementActionAll) || slices.Contains(p, xpv2.ManagementActionUpdate)
+}
+
+// Create runs a round. Observe never reports an agent missing, so the managed
+// reconciler does not call it; it is here for completeness.
+func (e *external) Create(ctx context.Context, ca *v1alpha1.ChaosAgent) (managed.ExternalCreation, error) {
+	s, err := Compile(ca.Spec.ForProvider)
+	if err != nil {
+		return managed.ExternalCreation{}, errors.Wrap(err, "invalid spec.forProvider")
+	}
+	return managed.ExternalCreation{}, e.round(ctx, ca, s, s.DryRun)
+}
+
+// Update runs the round that Observe found due.
+func (e *external) Update(ctx context.Context, ca *v1alpha1.ChaosAgent) (managed.ExternalUpdate, error) {
+	s, err := Compile(ca.Spec.ForProvider)
+	if err != nil {
+		return managed.ExternalUpdate{}, errors.Wrap(err, "invalid spec.forProvider")
+	}
+	return managed.ExternalUpdate{}, e.round(ctx, ca, s, s.DryRun)
+}
+
+// Delete restores what the agent changed, unless revertOnDelete is off, and
+// removes its backup.
+func (e *external) Delete(ctx context.Context, ca *v1alpha1.ChaosAgent) (managed.ExternalDelete, error) {
+	ca.SetConditions(xpv2.Deleting())
+	b := e.backup(ca)
+	if err := b.load(ctx); err != nil {
+		return managed.ExternalDelete{}, err
+	}
+	if ptr.Deref(ca.Spec.ForProvider.RevertOnDelete, true) {
+		if err := e.revert(ctx, ca, b); err != nil {
+			return managed.ExternalDelete{}, err
+		}
+	}
+	return managed.ExternalDelete{}, b.delete(ctx)
+}
+
+func (e *external) Disconnect(context.Context) error { return nil }
+
+func (e *external) backup(ca *v1alpha1.ChaosAgent) *backup {
+	return &backup{c: e.cluster.Client, agent: ca, local: e.cluster.Local}
+}
+
+func (e *external) check(ctx context.Context) checkFn {
+	return func(own, ns string) error { return e.cluster.CheckNamespace(ctx, own, ns) }
+}
+
+// round decides and carries out one round, and records it in status. In a dry
+// run it only reads.
+func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, dry bool) error {
+	now := e.now()
+	o := &ca.Status.AtProvider
+	namespaces, notes, err := e.targetNamespaces(ctx, ca, s)
+	if err != nil {
+		return err
+	}
+	w, err := e.world(ctx, s, namespaces, now)
+	if err != nil {
+		return err
+	}
+	round := o.RoundsRun + 1
+	seed := uint64(now.UnixNano()) //nolint:gosec // Any bits will do.
+	if s.Seed != nil {
+		seed = uint64(*s.Seed) //nolint:gosec // Any bits will do.
+	}
+	plan := Decide(s, w, rand.New(rand.NewPCG(seed, uint64(round)))) //nolint:gosec // Chaos, not cryptography.
+
+	reasons := append(slices.Clone(notes), plan.Reasons...)
+	b := e.backup(ca)
+	if !dry && slices.ContainsFunc(plan.Actions, func(a Action) bool {
+		return a.Kind == v1alpha1.ActionScaleDeployment || a.Kind == v1alpha1.ActionRewriteConfigMap
+	}) {
+		if err := b.load(ctx); err != nil {
+			return err
+		}
+	}
+	var done []v1alpha1.ChaosAction
+	var errs []error
+	for _, a := range plan.Actions {
+		out, err := e.act(ctx, b, s, a, round, now, dry)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if out.note != "" {
+			reasons = append(reasons, out.note)
+		}
+		if out.action == nil {
+			continue
+		}
+		record(o, *out.action)
+		done = append(done, *out.action)
+		e.announce(ca, out.target, event.Normal(event.Reason(out.action.Action), upperFirst(describe(*out.action))), out.action.DryRun)
+		if !out.action.DryRun {
+			actionsTotal.WithLabelValues(ca.GetNamespace()+"/"+ca.GetName(), out.action.Action, out.action.Namespace).Inc()
+		}
+	}
+
+	t := metav1.NewTime(now)
+	next := metav1.NewTime(now.Add(s.Interval))
+	o.RoundsRun, o.LastRoundTime, o.NextRoundTime, o.TargetNamespaces = round, &t, &next, namespaces
+	o.LastRoundSummary = summarize(done, reasons)
+	e.memory.remember(ca)
+	if !slices.ContainsFunc(done, func(a v1alpha1.ChaosAction) bool { return a.Action != v1alpha1.ActionEvictionRefused }) {
+		e.record.Event(ca, event.Normal(reasonNothingHappened, upperFirst(o.LastRoundSummary)))
+	}
+	switch {
+	case len(namespaces) == 0:
+		ca.SetConditions(xpv2.Unavailable().WithMessage("no namespace to act in: " + strings.Join(notes, "; ")))
+	default:
+		ca.SetConditions(xpv2.Available())
+	}
+	return errors.Join(errs...)
+}
+
+// world reads the candidates of the enabled modes in the given namespaces.
+func (e *external) world(ctx context.Context, s Spec, namespaces []string, now time.Time) (World, error) {
+	w := World{Namespaces: namespaces, ProviderNamespace: e.cluster.Reach.ProviderNamespace, Now: now}
+	for _, ns := range namespaces {
+		in := client.InNamespace(ns)
+		if s.Tantrum {
+			l := &corev1.PodList{}
+			if err := e.cluster.Client.List(ctx, l, in, client.MatchingLabelsSelector{Selector: s.PodSelector}); err != nil {
+				return w, errors.Wrapf(err, "cannot list pods in namespace %q", ns)
+			}
+			for i := range l.Items {
+				p := &l.Items[i]
+				w.Pods = append(w.Pods, Pod{Object: objectOf(p), Created: p.CreationTimestamp.Time, Phase: p.Status.Phase, Terminating: p.DeletionTimestamp != nil})
+			}
+		}
+		if s.Cancer {
+			l := &appsv1.DeploymentList{}
+			if err := e.cluster.Client.List(ctx, l, in, client.MatchingLabelsSelector{Selector: s.DeploymentSelector}); err != nil {
+				return w, errors.Wrapf(err, "cannot list Deployments in namespace %q", ns)
+			}
+			for i := range l.Items {
+				d := &l.Items[i]
+				w.Deployments = append(w.Deployments, Deployment{Object: objectOf(d), Replicas: ptr.Deref(d.Spec.Replicas, 1)})
+			}
+		}
+		if s.Ipsum {
+			l := &corev1.ConfigMapList{}
+			if err := e.cluster.Client.List(ctx, l, in, client.MatchingLabelsSelector{Selector: s.ConfigMapSelector}); err != nil {
+				return w, errors.Wrapf(err, "cannot list ConfigMaps in namespace %q", ns)
+			}
+			for i := range l.Items {
+				c := &l.Items[i]
+				w.ConfigMaps = append(w.ConfigMaps, ConfigMap{Object: objectOf(c), Immutable: ptr.Deref(c.Immutable, false), Keys: len(c.Data)})
+			}
+		}
+	}
+	return w, nil
+}
+
+// announce records an event on the agent and, when the target cluster is the
+// agent's own and the action was real, on the object acted on as well.
+func (e *external) announce(ca *v1alpha1.ChaosAgent, target client.Object, ev event.Event, dry bool) {
+	e.record.Event(ca, ev)
+	if target != nil && e.cluster.Local && !dry {
+		e.record.Event(target, event.Normal(ev.Reason, fmt.Sprintf("ChaosAgent %s/%s: %s", ca.GetNamespace(), ca.GetName(), ev.Message)))
+	}
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}
