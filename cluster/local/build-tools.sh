@@ -105,8 +105,12 @@ build_kwok() {
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
+# The crossplane cache directory carries a build-recipe suffix: a change to how it is built (here,
+# stamping the version) must not reuse a binary built the old way.
+crossplane_dir() { echo "$tools/crossplane-$CROSSPLANE_VERSION-b2"; }
 build_crossplane() {
-  local out="$tools/crossplane-$CROSSPLANE_VERSION"
+  local out
+  out="$(crossplane_dir)"
   [[ -x "$out/crossplane" ]] && return
   log "building crossplane $CROSSPLANE_VERSION (~4 min cold)"
   local w="$tools/.work/crossplane"
@@ -125,7 +129,11 @@ GO
       -require="github.com/crossplane/crossplane/apis/v2@$CROSSPLANE_VERSION"
     go mod tidy -e >/dev/null 2>&1 || true
     mkdir -p "$out.tmp"
-    CGO_ENABLED=0 go build -tags tools -ldflags "-s -w" -o "$out.tmp/crossplane" github.com/crossplane/crossplane/v2/cmd/crossplane
+    # Core checks packages' `crossplane.version` constraints against its own version, which the
+    # release build stamps into crossplane-runtime; unstamped, every constraint fails.
+    CGO_ENABLED=0 go build -tags tools -o "$out.tmp/crossplane" \
+      -ldflags "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$CROSSPLANE_VERSION" \
+      github.com/crossplane/crossplane/v2/cmd/crossplane
     # Core's own CRDs, which `crossplane core init` installs.
     cp -r "$(go env GOMODCACHE)/github.com/crossplane/crossplane/v2@$CROSSPLANE_VERSION/cluster/crds" "$out.tmp/crds"
     chmod -R u+w "$out.tmp/crds"
@@ -147,6 +155,7 @@ build_envtest() {
 }
 
 if [[ "${1:-}" == envtest-dir ]]; then envtest_dir; exit 0; fi
+if [[ "${1:-}" == crossplane-dir ]]; then crossplane_dir; exit 0; fi
 # Concurrent runs would wipe each other's work directories; the second waits for the first, then
 # finds the tools built.
 exec 9>"$tools/.lock"

@@ -1,0 +1,260 @@
+//go:build e2e
+
+package crossplane
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
+
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+var (
+	providerGVK  = pkgv1.SchemeGroupVersion.WithKind("Provider")
+	functionGVK  = pkgv1.SchemeGroupVersion.WithKind("Function")
+	providerRevs = pkgv1.SchemeGroupVersion.WithKind("ProviderRevisionList")
+	icGVK        = workloadv1alpha1.SchemeGroupVersion.WithKind("ImmortalContainer")
+)
+
+const providerName = "provider-clusterops"
+
+// TestCrossplane walks the path a platform team takes, in order: install the packages, use the
+// provider's managed resources and the platform APIs composed from them, upgrade the provider,
+// and run it under core's Deployment runtime. Each step builds on the one before.
+func TestCrossplane(t *testing.T) {
+	steps := []struct {
+		name string
+		fn   func(t *testing.T)
+	}{
+		{"InstallPackages", testInstall},
+		{"ManagedResourceThroughInstalledProvider", testManagedResource},
+		{"UpgradeProviderKeepsState", testUpgrade},
+		{"DeploymentRuntime", testDeploymentRuntime},
+	}
+	for _, st := range steps {
+		if !t.Run(st.name, st.fn) {
+			return
+		}
+	}
+}
+
+// testInstall installs the provider and the function as a platform team would: the provider's
+// RBAC and runtime config, then Provider and Function objects naming the packages.
+func testInstall(t *testing.T) {
+	apply(t, "cluster/rbac/provider-rbac.yaml", nil)
+	apply(t, "examples/crossplane/provider.yaml", setPackage(s.pkgs["provider-"+providerV1].image))
+	if _, err := os.Stat(filepath.Join(s.root, "examples", "platform", "function.yaml")); err == nil {
+		apply(t, "examples/platform/function.yaml", setPackage(s.pkgs["function-"+functionV1].image))
+		waitTrue(t, functionGVK, "", "function-clusterops", "Installed", "Healthy")
+	}
+	waitTrue(t, providerGVK, "", providerName, "Installed", "Healthy")
+
+	// Every CRD of the package is now controlled by the active revision.
+	rev := activeRevision(t)
+	files, _ := filepath.Glob(filepath.Join(s.root, "package", "crds", "*.yaml"))
+	for _, f := range files {
+		objs, err := testenv.ReadObjects(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := s.c.Get(context.Background(), types.NamespacedName{Name: objs[0].GetName()}, crd); err != nil {
+			t.Fatal(err)
+		}
+		if ref := metav1.GetControllerOf(crd); ref == nil || ref.Name != rev.GetName() {
+			t.Errorf("CRD %s is controlled by %v, want ProviderRevision %s", crd.Name, ref, rev.GetName())
+		}
+	}
+	apply(t, "examples/providerconfig/clusterproviderconfig.yaml", nil)
+}
+
+// activeRevision returns the provider's active revision.
+func activeRevision(t *testing.T) *unstructured.Unstructured {
+	t.Helper()
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(providerRevs)
+	if err := s.c.List(context.Background(), l, client.MatchingLabels{"pkg.crossplane.io/package": providerName}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range l.Items {
+		if st, _, _ := unstructured.NestedString(l.Items[i].Object, "spec", "desiredState"); st == string(pkgv1.PackageRevisionActive) {
+			return &l.Items[i]
+		}
+	}
+	t.Fatalf("provider %s has no active revision among %d", providerName, len(l.Items))
+	return nil
+}
+
+// icState is what an ImmortalContainer keeps that an upgrade must not lose.
+type icState struct {
+	podUID     types.UID
+	startTimes []metav1.Time
+	restarts   int64
+}
+
+func immortalState(t *testing.T) icState {
+	t.Helper()
+	ctx := context.Background()
+	ic := &workloadv1alpha1.ImmortalContainer{}
+	if err := s.c.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "example-immortalcontainer"}, ic); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{}
+	if err := s.c.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "example-immortalcontainer-immortalpod"}, pod); err != nil {
+		t.Fatal(err)
+	}
+	return icState{podUID: pod.UID, startTimes: ic.Status.AtProvider.StartTimes, restarts: int64(ic.Status.AtProvider.Restarts)}
+}
+
+// testManagedResource applies the ImmortalContainer example: the provider Crossplane installed
+// reconciles it.
+func testManagedResource(t *testing.T) {
+	apply(t, "examples/workload/example-immortalcontainer.yaml", nil)
+	waitTrue(t, icGVK, "demo", "example-immortalcontainer", "Ready", "Synced")
+	if st := immortalState(t); len(st.startTimes) != 1 {
+		t.Fatalf("start times %v, want one", st.startTimes)
+	}
+}
+
+// testUpgrade moves the Provider to the v2 package. Crossplane makes a new revision active and the
+// old one inactive, the runtime swaps the processes, and the managed resources keep their state:
+// the same pod, the same history, and the new provider acting on them.
+func testUpgrade(t *testing.T) {
+	ctx := context.Background()
+	before := immortalState(t)
+	old := activeRevision(t)
+
+	p, err := get(ctx, providerGVK, "", providerName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := s.pkgs["provider-"+providerV2].image
+	_ = unstructured.SetNestedField(p.Object, v2, "spec", "package")
+	if err := s.c.Update(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "provider upgraded to "+providerV2, func(ctx context.Context) (bool, string, error) {
+		p, err := get(ctx, providerGVK, "", providerName)
+		if err != nil {
+			return false, "", err
+		}
+		id, _, _ := unstructured.NestedString(p.Object, "status", "currentIdentifier")
+		healthy, msg := condition(p, "Healthy")
+		return id == v2 && healthy == "True", fmt.Sprintf("current %s healthy=%s %s", id, healthy, msg), nil
+	})
+	rev := activeRevision(t)
+	if rev.GetName() == old.GetName() {
+		t.Fatalf("revision %s still active after the upgrade", old.GetName())
+	}
+	o, err := get(ctx, providerRevs.GroupVersion().WithKind("ProviderRevision"), "", old.GetName())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := unstructured.NestedString(o.Object, "spec", "desiredState"); st != string(pkgv1.PackageRevisionInactive) {
+		t.Errorf("old revision %s is %s, want Inactive", old.GetName(), st)
+	}
+
+	// The new provider knows the resource as the old one left it.
+	waitTrue(t, icGVK, "demo", "example-immortalcontainer", "Ready", "Synced")
+	after := immortalState(t)
+	if after.podUID != before.podUID || len(after.startTimes) != len(before.startTimes) {
+		t.Fatalf("upgrade changed the ImmortalContainer: pod %s → %s, start times %v → %v", before.podUID, after.podUID, before.startTimes, after.startTimes)
+	}
+	// And acts on it: a deleted pod comes back, and the history grows from where it was.
+	if err := s.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "example-immortalcontainer-immortalpod"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the v2 provider to recreate the pod", func(ctx context.Context) (bool, string, error) {
+		ic := &workloadv1alpha1.ImmortalContainer{}
+		if err := s.c.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "example-immortalcontainer"}, ic); err != nil {
+			return false, "", err
+		}
+		n := len(ic.Status.AtProvider.StartTimes)
+		return n == len(before.startTimes)+1 && ic.Status.AtProvider.StartTimes[0].Equal(&before.startTimes[0]),
+			fmt.Sprintf("start times %v, restarts %d", ic.Status.AtProvider.StartTimes, ic.Status.AtProvider.Restarts), nil
+	})
+}
+
+// testDeploymentRuntime restarts core with the Deployment runtime for providers: core itself runs
+// the package's image as a Deployment (kwok's fake node makes it Available) with the runtime
+// config's service account, and reports the runtime healthy. The provider process keeps running
+// on the host, where the fake pod cannot run it.
+func testDeploymentRuntime(t *testing.T) {
+	ctx := context.Background()
+	s.runtime.setReportProviderHealth(false)
+	rev := activeRevision(t)
+	if setCondition(rev, string(pkgv1.TypeRuntimeHealthy), "False", "HandedOver") {
+		if err := s.c.Status().Update(ctx, rev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.core.stop()
+	if err := s.core.start(ctx, "Function=External;Provider=Deployment"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.core.stop()
+		if err := s.core.start(context.Background(), "Function=External;Provider=External"); err != nil {
+			t.Error(err)
+		}
+		s.runtime.setReportProviderHealth(true)
+	})
+	image, _, _ := unstructured.NestedString(rev.Object, "spec", "image")
+	eventually(t, "core's Deployment of the provider to be Available", func(ctx context.Context) (bool, string, error) {
+		d := &appsv1.Deployment{}
+		if err := s.c.Get(ctx, types.NamespacedName{Namespace: crossplaneNamespace, Name: rev.GetName()}, d); err != nil {
+			return false, "", err
+		}
+		available := false
+		for _, c := range d.Status.Conditions {
+			available = available || (c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue)
+		}
+		spec := d.Spec.Template.Spec
+		ok := available && spec.ServiceAccountName == providerName && len(spec.Containers) > 0 && spec.Containers[0].Image == image
+		return ok, fmt.Sprintf("available=%t serviceAccount=%s containers=%d", available, spec.ServiceAccountName, len(spec.Containers)), nil
+	})
+	waitTrue(t, providerRevs.GroupVersion().WithKind("ProviderRevision"), "", rev.GetName(), "RuntimeHealthy", "RevisionHealthy")
+	waitTrue(t, providerGVK, "", providerName, "Healthy")
+	waitTrue(t, icGVK, "demo", "example-immortalcontainer", "Ready", "Synced")
+}
+
+// uninstall removes what the suite installed, while core and the runtime still run so that
+// finalizers are honoured: managed resources first (the provider removes their finalizers), then
+// the packages.
+func uninstall(ctx context.Context) {
+	ic := &workloadv1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "example-immortalcontainer"}}
+	_ = s.c.Delete(ctx, ic)
+	_ = waitFor(ctx, time.Minute, "ImmortalContainer deleted", func(ctx context.Context) (bool, error) { return isGone(ctx, ic), nil })
+	for _, p := range []struct {
+		gvk  schema.GroupVersionKind
+		name string
+	}{{providerGVK, providerName}, {functionGVK, "function-clusterops"}} {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(p.gvk)
+		u.SetName(p.name)
+		_ = s.c.Delete(ctx, u)
+		_ = waitFor(ctx, time.Minute, p.name+" uninstalled", func(ctx context.Context) (bool, error) { return isGone(ctx, u), nil })
+	}
+}
+
+// isGone reports whether o no longer exists.
+func isGone(ctx context.Context, o client.Object) bool {
+	return apierrors.IsNotFound(s.c.Get(ctx, client.ObjectKeyFromObject(o), o))
+}

@@ -1,0 +1,155 @@
+//go:build e2e
+
+// Package crossplane is the Crossplane end-to-end tier: the real Crossplane core, run out of
+// cluster on the local control plane, installs this provider and its composition function from
+// packages pushed to a loopback registry, and composes platform APIs from examples/ through them.
+// The suite is the External package runtime: it runs the packages' binaries on the host.
+package crossplane
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+// suite is what TestMain starts for every test.
+type suite struct {
+	root, logs, kubeconfig string
+	cfg                    *rest.Config
+	c                      client.Client
+	pkgs                   map[string]pkg
+	core                   *core
+	runtime                *externalRuntime
+}
+
+var s *suite //nolint:gochecknoglobals // Set up once by TestMain.
+
+func TestMain(m *testing.M) {
+	os.Exit(runSuite(m))
+}
+
+func runSuite(m *testing.M) int {
+	ctx := context.Background()
+	var err error
+	s, err = setUp(ctx)
+	defer tearDown()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "crossplane e2e: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func setUp(ctx context.Context) (*suite, error) {
+	began := time.Now()
+	x := &suite{root: testenv.RepoRoot(), kubeconfig: os.Getenv("KUBECONFIG")}
+	if x.kubeconfig == "" || !filepath.IsAbs(x.kubeconfig) {
+		return x, fmt.Errorf("KUBECONFIG must be an absolute path to the local control plane's kubeconfig; run cluster/local/e2e.sh")
+	}
+	x.logs = os.Getenv("CROSSPLANE_E2E_LOGS")
+	if x.logs == "" {
+		x.logs = filepath.Join(x.root, ".cache", "crossplane-e2e-logs")
+	}
+	_ = os.RemoveAll(x.logs)
+	if err := os.MkdirAll(x.logs, 0o700); err != nil {
+		return x, err
+	}
+	work, err := os.MkdirTemp("", "crossplane-e2e-")
+	if err != nil {
+		return x, err
+	}
+	if x.cfg, err = clientcmd.BuildConfigFromFlags("", x.kubeconfig); err != nil {
+		return x, err
+	}
+	x.cfg.QPS, x.cfg.Burst = 100, 200
+	sch, err := testenv.Scheme()
+	if err != nil {
+		return x, err
+	}
+	if x.c, err = client.New(x.cfg, client.Options{Scheme: sch}); err != nil {
+		return x, err
+	}
+
+	host, err := serveRegistry()
+	if err != nil {
+		return x, err
+	}
+	if x.pkgs, err = buildPackages(x.root, work, host); err != nil {
+		return x, err
+	}
+	logf("packages built and pushed to %s in %s", host, time.Since(began).Round(time.Second))
+
+	dir, err := crossplaneDir(x.root)
+	if err != nil {
+		return x, err
+	}
+	x.core = &core{bin: filepath.Join(dir, "crossplane"), crds: filepath.Join(dir, "crds"), dir: work, logs: x.logs, kubeconfig: x.kubeconfig, c: x.c}
+	if err := x.core.init(ctx); err != nil {
+		return x, err
+	}
+	if err := x.core.start(ctx, "Function=External;Provider=External"); err != nil {
+		return x, err
+	}
+	certs := filepath.Join(work, "server-certs")
+	if err := serverCerts(ctx, x.c, certs); err != nil {
+		return x, err
+	}
+	byImage := map[string]pkg{}
+	for _, p := range x.pkgs {
+		byImage[p.image] = p
+	}
+	x.runtime = &externalRuntime{c: x.c, logs: x.logs, kubeconfig: x.kubeconfig, certs: certs, byImage: byImage,
+		procs: map[string]*revisionProcess{}, reportProviderHealth: true}
+	x.runtime.run(ctx)
+	logf("crossplane core and the external runtime up after %s", time.Since(began).Round(time.Second))
+	return x, nil
+}
+
+// tearDown uninstalls the packages while core and the runtime still run (so finalizers are
+// honoured), then stops both.
+func tearDown() {
+	if s == nil {
+		return
+	}
+	if s.c != nil && s.core != nil && s.core.proc != nil && s.runtime != nil {
+		uninstall(context.Background())
+	}
+	if s.runtime != nil {
+		s.runtime.stop()
+	}
+	if s.core != nil && s.core.proc != nil {
+		s.core.stop()
+	}
+	logf("logs of crossplane, the provider and the function: %s", s.logs)
+}
+
+// crossplaneDir is where cluster/local/build-tools.sh put the crossplane binary and its CRDs.
+func crossplaneDir(root string) (string, error) {
+	if d := os.Getenv("CROSSPLANE_DIR"); d != "" {
+		return d, nil
+	}
+	out, err := exec.Command(filepath.Join(root, "cluster", "local", "build-tools.sh"), "crossplane-dir").Output() //nolint:gosec // The repo's own script.
+	if err != nil {
+		return "", fmt.Errorf("cannot locate the crossplane binary: %w", err)
+	}
+	d := strings.TrimSpace(string(out))
+	if _, err := os.Stat(filepath.Join(d, "crossplane")); err != nil {
+		return "", fmt.Errorf("crossplane is not built (run cluster/local/build-tools.sh crossplane): %w", err)
+	}
+	return d, nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "crossplane e2e: "+format+"\n", args...)
+}

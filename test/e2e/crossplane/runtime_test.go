@@ -1,0 +1,228 @@
+//go:build e2e
+
+package crossplane
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
+)
+
+// externalRuntime plays the part Crossplane leaves to someone else under the External package
+// runtime: for each active revision of a package it knows, it runs the package's binary on the
+// host and reports the revision's runtime in its status (TLS Secret, function endpoint, health).
+// When a revision turns inactive (an upgrade), its process stops, as its Deployment would.
+type externalRuntime struct {
+	c                       client.Client
+	logs, kubeconfig, certs string
+	byImage                 map[string]pkg
+	mu                      sync.Mutex
+	procs                   map[string]*revisionProcess // By revision name.
+	reportProviderHealth    bool                        // False while core's Deployment runtime reports it.
+	stopped                 chan struct{}
+	cancel                  context.CancelFunc
+}
+
+type revisionProcess struct {
+	kind   string // ProviderRevision or FunctionRevision.
+	proc   *process
+	port   int    // The function's gRPC port or the provider's health port.
+	health string // A URL answering 200 when ready; empty for functions (a TCP dial).
+}
+
+var revisionKinds = []string{"ProviderRevision", "FunctionRevision"}
+
+func (r *externalRuntime) run(ctx context.Context) {
+	ctx, r.cancel = context.WithCancel(ctx)
+	r.stopped = make(chan struct{})
+	go func() {
+		defer close(r.stopped)
+		for {
+			for _, k := range revisionKinds {
+				// A conflict is core writing the same status: the next pass reads it afresh.
+				if err := r.reconcile(ctx, k); err != nil && ctx.Err() == nil && !apierrors.IsConflict(err) {
+					log.Printf("external runtime: %s: %v", k, err)
+				}
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
+}
+
+// stop stops the loop and every process it runs.
+func (r *externalRuntime) stop() {
+	if r.cancel != nil {
+		r.cancel()
+		<-r.stopped
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for n, p := range r.procs {
+		p.proc.stop()
+		delete(r.procs, n)
+	}
+}
+
+// setReportProviderHealth says whether the suite or core reports providers' runtime health.
+func (r *externalRuntime) setReportProviderHealth(v bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.reportProviderHealth = v
+}
+
+func (r *externalRuntime) reconcile(ctx context.Context, kind string) error {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(pkgv1.SchemeGroupVersion.WithKind(kind + "List"))
+	if err := r.c.List(ctx, l); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[string]bool{}
+	// Stop inactive revisions first, so an upgrade never runs two providers at once.
+	for i := range l.Items {
+		rev := &l.Items[i]
+		state, _, _ := unstructured.NestedString(rev.Object, "spec", "desiredState")
+		if p, ok := r.procs[rev.GetName()]; ok && state != string(pkgv1.PackageRevisionActive) {
+			p.proc.stop()
+			delete(r.procs, rev.GetName())
+		}
+	}
+	for i := range l.Items {
+		rev := &l.Items[i]
+		seen[rev.GetName()] = true
+		image, _, _ := unstructured.NestedString(rev.Object, "spec", "image")
+		state, _, _ := unstructured.NestedString(rev.Object, "spec", "desiredState")
+		pk, known := r.byImage[image]
+		if !known || state != string(pkgv1.PackageRevisionActive) {
+			continue
+		}
+		p, err := r.ensure(rev.GetName(), kind, pk)
+		if err != nil {
+			return err
+		}
+		if err := r.report(ctx, rev, kind, p); err != nil {
+			return err
+		}
+	}
+	for n, p := range r.procs {
+		if !seen[n] && p.kind == kind {
+			p.proc.stop()
+			delete(r.procs, n)
+		}
+	}
+	return nil
+}
+
+// ensure runs the revision's binary unless it already runs; a process that exited is started
+// again, as a Deployment's pod would be.
+func (r *externalRuntime) ensure(name, kind string, pk pkg) (*revisionProcess, error) {
+	if p, ok := r.procs[name]; ok && p.proc.running() {
+		return p, nil
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	p := &revisionProcess{kind: kind, port: port}
+	var args []string
+	env := []string{"KUBECONFIG=" + r.kubeconfig}
+	if kind == "FunctionRevision" {
+		args = []string{"--address=127.0.0.1:" + strconv.Itoa(port), "--tls-certs-dir=" + r.certs}
+	} else {
+		metrics, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		p.health = fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
+		args = []string{"--namespace=" + crossplaneNamespace, "--debug",
+			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
+			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(port)}
+		env = append(env, "POD_NAMESPACE="+crossplaneNamespace)
+	}
+	if p.proc, err = start(r.logs, name, pk.binary, args, env...); err != nil {
+		return nil, err
+	}
+	r.procs[name] = p
+	return p, nil
+}
+
+// report writes what the runtime knows into the revision's status, when it differs.
+func (r *externalRuntime) report(ctx context.Context, rev *unstructured.Unstructured, kind string, p *revisionProcess) error {
+	changed := false
+	set := func(v string, path ...string) {
+		if cur, _, _ := unstructured.NestedString(rev.Object, path...); cur != v {
+			_ = unstructured.SetNestedField(rev.Object, v, path...)
+			changed = true
+		}
+	}
+	set(serverTLSSecret, "status", "tlsServerSecretName")
+	if kind == "FunctionRevision" {
+		set("127.0.0.1:"+strconv.Itoa(p.port), "status", "endpoint")
+	}
+	if kind == "FunctionRevision" || r.reportProviderHealth {
+		healthy := p.healthy(ctx)
+		status := metav1.ConditionFalse
+		if healthy {
+			status = metav1.ConditionTrue
+		}
+		if setCondition(rev, string(pkgv1.TypeRuntimeHealthy), string(status), string(pkgv1.ReasonHealthy)) {
+			changed = true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	return client.IgnoreNotFound(r.c.Status().Update(ctx, rev))
+}
+
+func (p *revisionProcess) healthy(ctx context.Context) bool {
+	if !p.proc.running() {
+		return false
+	}
+	if p.health != "" {
+		return httpOK(ctx, p.health)
+	}
+	c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", "127.0.0.1:"+strconv.Itoa(p.port))
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
+}
+
+// setCondition sets a status condition of u and reports whether its status changed.
+func setCondition(u *unstructured.Unstructured, typ, status, reason string) bool {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for i, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != typ {
+			continue
+		}
+		if m["status"] == status {
+			return false
+		}
+		m["status"], m["reason"], m["lastTransitionTime"] = status, reason, time.Now().UTC().Format(time.RFC3339)
+		conds[i] = m
+		_ = unstructured.SetNestedSlice(u.Object, conds, "status", "conditions")
+		return true
+	}
+	conds = append(conds, map[string]any{"type": typ, "status": status, "reason": reason, "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)})
+	_ = unstructured.SetNestedSlice(u.Object, conds, "status", "conditions")
+	return true
+}
