@@ -45,8 +45,8 @@ test-unit: ## Run the unit and integration tests only (envtest).
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e
-e2e: ## Run the e2e tests on a local control plane (started and stopped unless one is up).
-	cluster/local/build-tools.sh envtest kwok
+e2e: ## Run the e2e tests on a local control plane (started and stopped unless one is up), Crossplane core included.
+	cluster/local/build-tools.sh envtest kwok crossplane
 	cluster/local/e2e.sh
 
 .PHONY: bench

@@ -28,4 +28,10 @@ if [[ -z "${KUBECONFIG:-}" ]]; then
 fi
 
 cd "$root"
-go test -tags e2e -count=1 ./test/e2e/... -v "$@"
+export CROSSPLANE_DIR
+CROSSPLANE_DIR="$("$here/build-tools.sh" crossplane-dir)"
+# The Crossplane tier keeps core's, the provider's and the function's logs with the control plane's.
+export CROSSPLANE_E2E_LOGS="${CROSSPLANE_E2E_LOGS:-$state/logs/crossplane}"
+# One package at a time: the in-process provider of test/e2e and the one Crossplane installs in
+# test/e2e/crossplane must not reconcile the same cluster at once.
+go test -tags e2e -count=1 -p 1 -timeout 30m ./test/e2e/... -v "$@"
