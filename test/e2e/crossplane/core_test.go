@@ -84,7 +84,7 @@ func (x *core) start(ctx context.Context, runtimes string) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"core", "start", "--enable-webhooks=false",
+	args := []string{"core", "start", "--debug", "--enable-webhooks=false",
 		"--xpkg-cache-dir=" + cache,
 		"--tls-client-certs-dir=" + certs, "--tls-client-secret-name=" + clientTLSSecret,
 		"--package-runtime=" + runtimes,

@@ -22,6 +22,7 @@ import (
 
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
 
+	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
@@ -31,6 +32,7 @@ var (
 	functionGVK  = pkgv1.SchemeGroupVersion.WithKind("Function")
 	providerRevs = pkgv1.SchemeGroupVersion.WithKind("ProviderRevisionList")
 	icGVK        = workloadv1alpha1.SchemeGroupVersion.WithKind("ImmortalContainer")
+	copyRuleGVK  = copyv1alpha1.SchemeGroupVersion.WithKind("CopyRule")
 )
 
 const providerName = "provider-clusterops"
@@ -102,6 +104,23 @@ func activeRevision(t *testing.T) *unstructured.Unstructured {
 	return nil
 }
 
+// revisions describes the provider's revisions: state, generation seen, health.
+func revisions(ctx context.Context) string {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(providerRevs)
+	if err := s.c.List(ctx, l); err != nil {
+		return err.Error()
+	}
+	out := ""
+	for i := range l.Items {
+		r := &l.Items[i]
+		st, _, _ := unstructured.NestedString(r.Object, "spec", "desiredState")
+		h, msg := condition(r, "RevisionHealthy")
+		out += fmt.Sprintf("[%s %s generation=%d healthy=%s %q] ", r.GetName(), st, r.GetGeneration(), h, msg)
+	}
+	return out
+}
+
 // icState is what an ImmortalContainer keeps that an upgrade must not lose.
 type icState struct {
 	podUID     types.UID
@@ -123,14 +142,28 @@ func immortalState(t *testing.T) icState {
 	return icState{podUID: pod.UID, startTimes: ic.Status.AtProvider.StartTimes, restarts: int64(ic.Status.AtProvider.Restarts)}
 }
 
-// testManagedResource applies the ImmortalContainer example: the provider Crossplane installed
-// reconciles it.
+// testManagedResource applies the ImmortalContainer and pull-secret CopyRule examples: the
+// provider Crossplane installed reconciles them.
 func testManagedResource(t *testing.T) {
 	apply(t, "examples/workload/example-immortalcontainer.yaml", nil)
+	apply(t, "examples/copy/clusterproviderconfig.yaml", nil)
+	apply(t, "examples/copy/registry-pull-secret.yaml", nil)
 	waitTrue(t, icGVK, "demo", "example-immortalcontainer", "Ready", "Synced")
+	waitTrue(t, copyRuleGVK, "platform", "registry-pull", "Ready", "Synced")
 	if st := immortalState(t); len(st.startTimes) != 1 {
 		t.Fatalf("start times %v, want one", st.startTimes)
 	}
+	pullSecretCopy(t)
+}
+
+// pullSecretCopy returns the copy the registry-pull example makes in team-payments.
+func pullSecretCopy(t *testing.T) *corev1.Secret {
+	t.Helper()
+	sec := &corev1.Secret{}
+	if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: "team-payments", Name: "registry-pull"}, sec); err != nil {
+		t.Fatal(err)
+	}
+	return sec
 }
 
 // testUpgrade moves the Provider to the v2 package. Crossplane makes a new revision active and the
@@ -139,6 +172,7 @@ func testManagedResource(t *testing.T) {
 func testUpgrade(t *testing.T) {
 	ctx := context.Background()
 	before := immortalState(t)
+	copyBefore := pullSecretCopy(t)
 	old := activeRevision(t)
 
 	p, err := get(ctx, providerGVK, "", providerName)
@@ -150,14 +184,16 @@ func testUpgrade(t *testing.T) {
 	if err := s.c.Update(ctx, p); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "provider upgraded to "+providerV2, func(ctx context.Context) (bool, string, error) {
+	// Core hands the CRDs over once the old revision has released them; a transient error there
+	// puts the old revision into core's backoff (up to a minute per retry), hence the long wait.
+	eventuallyWithin(t, 5*time.Minute, "provider upgraded to "+providerV2, func(ctx context.Context) (bool, string, error) {
 		p, err := get(ctx, providerGVK, "", providerName)
 		if err != nil {
 			return false, "", err
 		}
 		id, _, _ := unstructured.NestedString(p.Object, "status", "currentIdentifier")
 		healthy, msg := condition(p, "Healthy")
-		return id == v2 && healthy == "True", fmt.Sprintf("current %s healthy=%s %s", id, healthy, msg), nil
+		return id == v2 && healthy == "True", fmt.Sprintf("current %s healthy=%s %s; %s", id, healthy, msg, revisions(ctx)), nil
 	})
 	rev := activeRevision(t)
 	if rev.GetName() == old.GetName() {
@@ -176,6 +212,10 @@ func testUpgrade(t *testing.T) {
 	after := immortalState(t)
 	if after.podUID != before.podUID || len(after.startTimes) != len(before.startTimes) {
 		t.Fatalf("upgrade changed the ImmortalContainer: pod %s → %s, start times %v → %v", before.podUID, after.podUID, before.startTimes, after.startTimes)
+	}
+	waitTrue(t, copyRuleGVK, "platform", "registry-pull", "Ready", "Synced")
+	if c := pullSecretCopy(t); c.UID != copyBefore.UID || c.ResourceVersion != copyBefore.ResourceVersion {
+		t.Errorf("the upgrade rewrote the pull secret's copy: uid %s → %s, resourceVersion %s → %s", copyBefore.UID, c.UID, copyBefore.ResourceVersion, c.ResourceVersion)
 	}
 	// And acts on it: a deleted pod comes back, and the history grows from where it was.
 	if err := s.c.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "example-immortalcontainer-immortalpod"}}); err != nil {
@@ -239,9 +279,13 @@ func testDeploymentRuntime(t *testing.T) {
 // finalizers are honoured: managed resources first (the provider removes their finalizers), then
 // the packages.
 func uninstall(ctx context.Context) {
-	ic := &workloadv1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "example-immortalcontainer"}}
-	_ = s.c.Delete(ctx, ic)
-	_ = waitFor(ctx, time.Minute, "ImmortalContainer deleted", func(ctx context.Context) (bool, error) { return isGone(ctx, ic), nil })
+	for _, mr := range []client.Object{
+		&workloadv1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "example-immortalcontainer"}},
+		&copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "registry-pull"}},
+	} {
+		_ = s.c.Delete(ctx, mr)
+		_ = waitFor(ctx, time.Minute, mr.GetName()+" deleted", func(ctx context.Context) (bool, error) { return isGone(ctx, mr), nil })
+	}
 	for _, p := range []struct {
 		gvk  schema.GroupVersionKind
 		name string

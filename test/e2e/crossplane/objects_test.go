@@ -71,9 +71,15 @@ func condition(u *unstructured.Unstructured, typ string) (string, string) {
 // eventually polls cond until it holds, failing the test with the last thing it observed.
 func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, string, error)) {
 	t.Helper()
+	eventuallyWithin(t, timeout, what, cond)
+}
+
+// eventuallyWithin is eventually with a timeout of its own.
+func eventuallyWithin(t *testing.T, d time.Duration, what string, cond func(ctx context.Context) (bool, string, error)) {
+	t.Helper()
 	began := time.Now()
 	var last string
-	err := waitFor(context.Background(), timeout, what, func(ctx context.Context) (bool, error) {
+	err := waitFor(context.Background(), d, what, func(ctx context.Context) (bool, error) {
 		ok, observed, err := cond(ctx)
 		if err != nil {
 			observed = err.Error()
