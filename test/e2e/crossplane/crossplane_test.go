@@ -47,6 +47,9 @@ func TestCrossplane(t *testing.T) {
 	}{
 		{"InstallPackages", testInstall},
 		{"ManagedResourceThroughInstalledProvider", testManagedResource},
+		{"PlatformAPIs", testPlatformAPIs},
+		{"Tenants", testTenants},
+		{"WebApps", testWebApps},
 		{"UpgradeProviderKeepsState", testUpgrade},
 		{"DeploymentRuntime", testDeploymentRuntime},
 	}
@@ -232,21 +235,28 @@ func testUpgrade(t *testing.T) {
 	})
 }
 
-// testDeploymentRuntime restarts core with the Deployment runtime for providers: core itself runs
-// the package's image as a Deployment (kwok's fake node makes it Available) with the runtime
-// config's service account, and reports the runtime healthy. The provider process keeps running
-// on the host, where the fake pod cannot run it.
+// testDeploymentRuntime restarts core with the Deployment runtime: core itself runs each
+// package's image as a Deployment (kwok's fake node makes it Available), the provider's with the
+// runtime config's service account, and reports the runtimes healthy. The binaries keep running
+// on the host, where the fake pods cannot run them; compositions are not exercised here because
+// core would dial the function through a Service address the host cannot reach.
 func testDeploymentRuntime(t *testing.T) {
 	ctx := context.Background()
-	s.runtime.setReportProviderHealth(false)
-	rev := activeRevision(t)
-	if setCondition(rev, string(pkgv1.TypeRuntimeHealthy), "False", "HandedOver") {
-		if err := s.c.Status().Update(ctx, rev); err != nil {
-			t.Fatal(err)
+	revs := map[string]*unstructured.Unstructured{"ProviderRevision": activeRevision(t)}
+	if f := activeFunctionRevision(t); f != nil {
+		revs["FunctionRevision"] = f
+	}
+	for kind, rev := range revs {
+		s.runtime.setExternal(kind, false)
+		// Core, not the suite, must be the one to report the runtime healthy again.
+		if setCondition(rev, string(pkgv1.TypeRuntimeHealthy), "False", "HandedOver") {
+			if err := s.c.Status().Update(ctx, rev); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	s.core.stop()
-	if err := s.core.start(ctx, "Function=External;Provider=Deployment"); err != nil {
+	if err := s.core.start(ctx, "Function=Deployment;Provider=Deployment"); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -254,25 +264,51 @@ func testDeploymentRuntime(t *testing.T) {
 		if err := s.core.start(context.Background(), "Function=External;Provider=External"); err != nil {
 			t.Error(err)
 		}
-		s.runtime.setReportProviderHealth(true)
-	})
-	image, _, _ := unstructured.NestedString(rev.Object, "spec", "image")
-	eventually(t, "core's Deployment of the provider to be Available", func(ctx context.Context) (bool, string, error) {
-		d := &appsv1.Deployment{}
-		if err := s.c.Get(ctx, types.NamespacedName{Namespace: crossplaneNamespace, Name: rev.GetName()}, d); err != nil {
-			return false, "", err
+		for kind := range revs {
+			s.runtime.setExternal(kind, true)
 		}
-		available := false
-		for _, c := range d.Status.Conditions {
-			available = available || (c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue)
-		}
-		spec := d.Spec.Template.Spec
-		ok := available && spec.ServiceAccountName == providerName && len(spec.Containers) > 0 && spec.Containers[0].Image == image
-		return ok, fmt.Sprintf("available=%t serviceAccount=%s containers=%d", available, spec.ServiceAccountName, len(spec.Containers)), nil
 	})
-	waitTrue(t, providerRevs.GroupVersion().WithKind("ProviderRevision"), "", rev.GetName(), "RuntimeHealthy", "RevisionHealthy")
+	for kind, rev := range revs {
+		image, _, _ := unstructured.NestedString(rev.Object, "spec", "image")
+		eventually(t, "core's Deployment of "+rev.GetName()+" to be Available", func(ctx context.Context) (bool, string, error) {
+			d := &appsv1.Deployment{}
+			if err := s.c.Get(ctx, types.NamespacedName{Namespace: crossplaneNamespace, Name: rev.GetName()}, d); err != nil {
+				return false, "", err
+			}
+			available := false
+			for _, c := range d.Status.Conditions {
+				available = available || (c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue)
+			}
+			spec := d.Spec.Template.Spec
+			ok := available && len(spec.Containers) > 0 && spec.Containers[0].Image == image
+			if kind == "ProviderRevision" {
+				ok = ok && spec.ServiceAccountName == providerName
+			}
+			return ok, fmt.Sprintf("available=%t serviceAccount=%s containers=%d", available, spec.ServiceAccountName, len(spec.Containers)), nil
+		})
+		waitTrue(t, pkgv1.SchemeGroupVersion.WithKind(kind), "", rev.GetName(), "RuntimeHealthy", "RevisionHealthy")
+	}
 	waitTrue(t, providerGVK, "", providerName, "Healthy")
+	if revs["FunctionRevision"] != nil {
+		waitTrue(t, functionGVK, "", "function-clusterops", "Healthy")
+	}
 	waitTrue(t, icGVK, "demo", "example-immortalcontainer", "Ready", "Synced")
+}
+
+// activeFunctionRevision returns the function's active revision, or nil when it is not installed.
+func activeFunctionRevision(t *testing.T) *unstructured.Unstructured {
+	t.Helper()
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(pkgv1.SchemeGroupVersion.WithKind("FunctionRevisionList"))
+	if err := s.c.List(context.Background(), l, client.MatchingLabels{"pkg.crossplane.io/package": "function-clusterops"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range l.Items {
+		if st, _, _ := unstructured.NestedString(l.Items[i].Object, "spec", "desiredState"); st == string(pkgv1.PackageRevisionActive) {
+			return &l.Items[i]
+		}
+	}
+	return nil
 }
 
 // uninstall removes what the suite installed, while core and the runtime still run so that

@@ -110,7 +110,7 @@ func setUp(ctx context.Context) (*suite, error) {
 		byImage[p.image] = p
 	}
 	x.runtime = &externalRuntime{c: x.c, logs: x.logs, kubeconfig: x.kubeconfig, certs: certs, byImage: byImage,
-		procs: map[string]*revisionProcess{}, reportProviderHealth: true}
+		procs: map[string]*revisionProcess{}, external: map[string]bool{"ProviderRevision": true, "FunctionRevision": true}}
 	x.runtime.run(ctx)
 	logf("crossplane core and the external runtime up after %s", time.Since(began).Round(time.Second))
 	return x, nil

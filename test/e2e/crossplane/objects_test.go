@@ -4,6 +4,7 @@ package crossplane
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -137,4 +138,12 @@ func del(t *testing.T, gvk schema.GroupVersionKind, ns, name string) {
 	if err := s.c.Delete(context.Background(), u); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }

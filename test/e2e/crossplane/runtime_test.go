@@ -29,7 +29,7 @@ type externalRuntime struct {
 	byImage                 map[string]pkg
 	mu                      sync.Mutex
 	procs                   map[string]*revisionProcess // By revision name.
-	reportProviderHealth    bool                        // False while core's Deployment runtime reports it.
+	external                map[string]bool             // Revision kinds the suite is the runtime of; core's Deployment runtime has the others.
 	stopped                 chan struct{}
 	cancel                  context.CancelFunc
 }
@@ -78,11 +78,12 @@ func (r *externalRuntime) stop() {
 	}
 }
 
-// setReportProviderHealth says whether the suite or core reports providers' runtime health.
-func (r *externalRuntime) setReportProviderHealth(v bool) {
+// setExternal says whether the suite is the runtime of revisions of the kind, or core's
+// Deployment runtime is (then the suite's processes keep running, but core reports the status).
+func (r *externalRuntime) setExternal(kind string, v bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.reportProviderHealth = v
+	r.external[kind] = v
 }
 
 func (r *externalRuntime) reconcile(ctx context.Context, kind string) error {
@@ -164,6 +165,9 @@ func (r *externalRuntime) ensure(name, kind string, pk pkg) (*revisionProcess, e
 
 // report writes what the runtime knows into the revision's status, when it differs.
 func (r *externalRuntime) report(ctx context.Context, rev *unstructured.Unstructured, kind string, p *revisionProcess) error {
+	if !r.external[kind] {
+		return nil
+	}
 	changed := false
 	set := func(v string, path ...string) {
 		if cur, _, _ := unstructured.NestedString(rev.Object, path...); cur != v {
@@ -175,15 +179,12 @@ func (r *externalRuntime) report(ctx context.Context, rev *unstructured.Unstruct
 	if kind == "FunctionRevision" {
 		set("127.0.0.1:"+strconv.Itoa(p.port), "status", "endpoint")
 	}
-	if kind == "FunctionRevision" || r.reportProviderHealth {
-		healthy := p.healthy(ctx)
-		status := metav1.ConditionFalse
-		if healthy {
-			status = metav1.ConditionTrue
-		}
-		if setCondition(rev, string(pkgv1.TypeRuntimeHealthy), string(status), string(pkgv1.ReasonHealthy)) {
-			changed = true
-		}
+	status := metav1.ConditionFalse
+	if p.healthy(ctx) {
+		status = metav1.ConditionTrue
+	}
+	if setCondition(rev, string(pkgv1.TypeRuntimeHealthy), string(status), string(pkgv1.ReasonHealthy)) {
+		changed = true
 	}
 	if !changed {
 		return nil
