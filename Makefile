@@ -26,8 +26,9 @@ check-diff: generate ## Fail when generated files are stale.
 	@test -z "$$(git status --porcelain -- apis package/crds)" || { git status --porcelain -- apis package/crds; echo "generated files are not committed"; exit 1; }
 
 .PHONY: build
-build: ## Build the provider binary into bin/.
+build: ## Build the provider and function binaries into bin/.
 	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/provider ./cmd/provider
+	CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/function ./cmd/function
 
 .PHONY: vet
 vet: ## Check formatting and run go vet.
@@ -80,9 +81,11 @@ demo: ## Start a local control plane, run the provider, apply examples/ and show
 	cluster/local/demo.sh
 
 .PHONY: xpkg
-xpkg: ## Build the Crossplane package _output/xpkg/provider-clusterops-$(VERSION).xpkg, without Docker.
+xpkg: ## Build the Crossplane packages _output/xpkg/{provider,function}-clusterops-$(VERSION).xpkg, without Docker.
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/linux_amd64/provider ./cmd/provider
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/linux_amd64/function ./cmd/function
 	go run ./hack/xpkg --package-root=package --examples-root=examples --binary=bin/linux_amd64/provider --version=$(VERSION) --output=_output/xpkg/provider-clusterops-$(VERSION).xpkg
+	go run ./hack/xpkg --kind=function --package-root=package/function --examples-root=examples/platform --binary=bin/linux_amd64/function --version=$(VERSION) --output=_output/xpkg/function-clusterops-$(VERSION).xpkg
 
 .PHONY: reviewable
 reviewable: generate vet ## Generate, tidy and vet: run before sending a change.

@@ -49,9 +49,13 @@ import (
 )
 
 const (
-	repoPackage = "../../package"
-	testVersion = "v0.0.0-test.1"
+	repoPackage         = "../../package"
+	repoFunctionPackage = "../../package/function"
+	testVersion         = "v0.0.0-test.1"
 )
+
+// repository is the default repository of a package kind.
+func repository(kind string) string { return repositoryPrefix + kinds[kind].name }
 
 const fixtureCRD = `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -96,16 +100,44 @@ func TestBuild(t *testing.T) {
 
 	cases := map[string]struct {
 		reason   string
+		kind     string
 		root     func(t *testing.T) string
 		examples bool
 	}{
 		"RepositoryPackage": {
-			reason: "The repository's package root (or its crossplane.yaml with a fixture CRD while package/crds is empty) should build into a valid provider package.",
+			reason: "The repository's package root (or its crossplane.yaml with a fixture CRD while package/crds is empty) should build into a valid provider package, without the function package nested in it.",
+			kind:   "provider",
 			root:   repoPackageRoot,
 		},
 		"WithExamples": {
 			reason:   "Examples should go into their own annotated layer and not into the package.",
+			kind:     "provider",
 			root:     fixturePackageRoot,
+			examples: true,
+		},
+		"NestedPackage": {
+			reason: "A directory under the package root with its own crossplane.yaml is another package and stays out.",
+			kind:   "provider",
+			root: func(t *testing.T) string {
+				t.Helper()
+				root := fixturePackageRoot(t)
+				meta, err := os.ReadFile(filepath.Join(repoFunctionPackage, metaFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, filepath.Join(root, "function", metaFile), string(meta))
+				return root
+			},
+		},
+		"FunctionPackage": {
+			reason: "The repository's function package root should build into a valid function package.",
+			kind:   "function",
+			root:   func(*testing.T) string { return repoFunctionPackage },
+		},
+		"FunctionWithExamples": {
+			reason:   "A function package takes examples like a provider package.",
+			kind:     "function",
+			root:     func(*testing.T) string { return repoFunctionPackage },
 			examples: true,
 		},
 	}
@@ -115,11 +147,12 @@ func TestBuild(t *testing.T) {
 			root := tc.root(t)
 			dir := t.TempDir()
 			o := options{
+				Kind:        tc.kind,
 				PackageRoot: root,
 				Binary:      bin,
 				Version:     testVersion,
-				Output:      filepath.Join(dir, "out", "provider.xpkg"),
-				Repository:  defaultRepository,
+				Output:      filepath.Join(dir, "out", tc.kind+".xpkg"),
+				Repository:  repository(tc.kind),
 			}
 			if tc.examples {
 				o.ExamplesRoot = filepath.Join(dir, "examples")
@@ -131,14 +164,14 @@ func TestBuild(t *testing.T) {
 				t.Fatalf("\n%s\nbuild(...): %v", tc.reason, err)
 			}
 
-			img := loadPackage(t, o.Output)
+			img := loadPackage(t, o.Output, tc.kind)
 			if got, err := img.Digest(); err != nil || got != digest {
 				t.Errorf("\n%s\nloaded package digest: got %s (%v), want %s", tc.reason, got, err, digest)
 			}
 
-			checkRuntimeConfig(t, img)
-			checkLayers(t, img, bin, tc.examples)
-			checkPackage(t, img, root)
+			checkRuntimeConfig(t, img, tc.kind)
+			checkLayers(t, img, bin, tc.kind, tc.examples)
+			checkPackage(t, img, root, tc.kind)
 		})
 	}
 }
@@ -151,11 +184,12 @@ func TestBuildReproducible(t *testing.T) {
 	digests := make([]v1.Hash, 2)
 	for i := range digests {
 		d, err := build(context.Background(), options{
+			Kind:        "provider",
 			PackageRoot: root,
 			Binary:      bin,
 			Version:     testVersion,
 			Output:      filepath.Join(dir, "provider.xpkg"),
-			Repository:  defaultRepository,
+			Repository:  repository("provider"),
 		})
 		if err != nil {
 			t.Fatalf("build(...): %v", err)
@@ -177,13 +211,50 @@ func TestBuildErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	functionMeta, err := os.ReadFile(filepath.Join(repoFunctionPackage, metaFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	cases := map[string]struct {
 		reason  string
+		kind    string
 		binary  string
 		version string
 		files   map[string]string
 		want    string
 	}{
+		"ProviderMetaAsFunction": {
+			reason: "The builder lints by the metadata's kind: a provider's crossplane.yaml must not become a function package.",
+			kind:   "function",
+			binary: bin,
+			files:  map[string]string{metaFile: string(meta)},
+			want:   "is a meta.pkg.crossplane.io/v1 Provider, want a meta.pkg.crossplane.io/v1 Function for a function-clusterops package",
+		},
+		"FunctionMetaAsProvider": {
+			reason: "Nor the other way round.",
+			kind:   "provider",
+			binary: bin,
+			files:  map[string]string{metaFile: string(functionMeta), "crds/fixture.yaml": fixtureCRD},
+			want:   "is a meta.pkg.crossplane.io/v1 Function, want a meta.pkg.crossplane.io/v1 Provider for a provider-clusterops package",
+		},
+		"FunctionUnknownField": {
+			reason: "Function metadata is decoded strictly too.",
+			kind:   "function",
+			binary: bin,
+			files:  map[string]string{metaFile: string(functionMeta) + "  permissionRequests: []\n"},
+			want:   `unknown field "permissionRequests"`,
+		},
+		"FunctionWithProviderObject": {
+			reason: "The function linter must reject objects a function package may not carry.",
+			kind:   "function",
+			binary: bin,
+			files: map[string]string{
+				metaFile:     string(functionMeta),
+				"extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nope\n",
+			},
+			want: "cannot build package",
+		},
 		"NotELF": {
 			reason: "A placeholder or non-Linux binary cannot run in the runtime image.",
 			binary: placeholder,
@@ -243,14 +314,19 @@ func TestBuildErrors(t *testing.T) {
 			if version == "" {
 				version = testVersion
 			}
-			out := filepath.Join(t.TempDir(), "provider.xpkg")
+			kind := tc.kind
+			if kind == "" {
+				kind = "provider"
+			}
+			out := filepath.Join(t.TempDir(), kind+".xpkg")
 
 			_, err := build(context.Background(), options{
+				Kind:        kind,
 				PackageRoot: root,
 				Binary:      tc.binary,
 				Version:     version,
 				Output:      out,
-				Repository:  defaultRepository,
+				Repository:  repository(kind),
 			})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("\n%s\nbuild(...): got error %v, want one containing %q", tc.reason, err, tc.want)
@@ -271,19 +347,35 @@ func TestParseFlags(t *testing.T) {
 		"Defaults": {
 			args: []string{"--binary=bin/provider", "--version=v0.1.0"},
 			want: options{
+				Kind:        "provider",
 				PackageRoot: "package",
 				Binary:      "bin/provider",
 				Version:     "v0.1.0",
 				Output:      filepath.Join("_output", "xpkg", "provider-clusterops-v0.1.0.xpkg"),
-				Repository:  defaultRepository,
+				Repository:  "xpkg.crossplane.io/clusterops/provider-clusterops",
+			},
+		},
+		"FunctionDefaults": {
+			args: []string{"--kind=function", "--binary=bin/linux_amd64/function", "--version=v0.1.0"},
+			want: options{
+				Kind:        "function",
+				PackageRoot: filepath.Join("package", "function"),
+				Binary:      "bin/linux_amd64/function",
+				Version:     "v0.1.0",
+				Output:      filepath.Join("_output", "xpkg", "function-clusterops-v0.1.0.xpkg"),
+				Repository:  "xpkg.crossplane.io/clusterops/function-clusterops",
 			},
 		},
 		"AllFlags": {
 			args: []string{
-				"--package-root=p", "--examples-root=e", "--binary=b", "--version=v1",
+				"--kind=function", "--package-root=p", "--examples-root=e", "--binary=b", "--version=v1",
 				"--output=o.xpkg", "--repository=example.org/p",
 			},
-			want: options{PackageRoot: "p", ExamplesRoot: "e", Binary: "b", Version: "v1", Output: "o.xpkg", Repository: "example.org/p"},
+			want: options{Kind: "function", PackageRoot: "p", ExamplesRoot: "e", Binary: "b", Version: "v1", Output: "o.xpkg", Repository: "example.org/p"},
+		},
+		"UnknownKind": {
+			args:    []string{"--kind=configuration", "--binary=b", "--version=v1"},
+			wantErr: `--kind must be provider or function, not "configuration"`,
 		},
 		"MissingBinary": {
 			args:    []string{"--version=v0.1.0"},
@@ -389,9 +481,9 @@ func TestProviderRBAC(t *testing.T) {
 	}
 }
 
-// checkRuntimeConfig checks the package image still runs the provider the way
+// checkRuntimeConfig checks the package image still runs the binary the way
 // the runtime image said to.
-func checkRuntimeConfig(t *testing.T, img v1.Image) {
+func checkRuntimeConfig(t *testing.T, img v1.Image, kind string) {
 	t.Helper()
 	cfg, err := img.ConfigFile()
 	if err != nil {
@@ -404,8 +496,8 @@ func checkRuntimeConfig(t *testing.T, img v1.Image) {
 	}
 	want := runtimeConfig{
 		OS: "linux", Architecture: "amd64", User: "65532:65532",
-		Entrypoint: []string{"/usr/local/bin/provider"},
-		Title:      packageName, Version: testVersion,
+		Entrypoint: []string{"/usr/local/bin/" + kind},
+		Title:      kinds[kind].name, Version: testVersion,
 	}
 	got := runtimeConfig{
 		OS: cfg.OS, Architecture: cfg.Architecture, User: cfg.Config.User,
@@ -421,7 +513,7 @@ func checkRuntimeConfig(t *testing.T, img v1.Image) {
 // checkLayers checks the layer annotations, which the tarball keeps as config
 // labels until xpkg.AnnotateLayers (as run by a push) restores them, and the
 // contents of the runtime layer.
-func checkLayers(t *testing.T, img v1.Image, bin string, examples bool) {
+func checkLayers(t *testing.T, img v1.Image, bin, kind string, examples bool) {
 	t.Helper()
 	annotated, err := xpkg.AnnotateLayers(img)
 	if err != nil {
@@ -447,13 +539,14 @@ func checkLayers(t *testing.T, img v1.Image, bin string, examples bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	binaryPath := "usr/local/bin/" + kind
 	entries, content := readLayer(t, layers[0], binaryPath)
 	wantEntries := []entry{
 		{Name: "tmp/", Type: tar.TypeDir, Mode: 0o1777},
 		{Name: "usr/", Type: tar.TypeDir, Mode: 0o755},
 		{Name: "usr/local/", Type: tar.TypeDir, Mode: 0o755},
 		{Name: "usr/local/bin/", Type: tar.TypeDir, Mode: 0o755},
-		{Name: "usr/local/bin/provider", Type: tar.TypeReg, Mode: 0o755},
+		{Name: binaryPath, Type: tar.TypeReg, Mode: 0o755},
 	}
 	if diff := cmp.Diff(wantEntries, entries); diff != "" {
 		t.Errorf("runtime layer entries: -want, +got:\n%s", diff)
@@ -463,13 +556,13 @@ func checkLayers(t *testing.T, img v1.Image, bin string, examples bool) {
 		t.Fatal(err)
 	}
 	if sha256.Sum256(content) != sha256.Sum256(wantContent) {
-		t.Errorf("runtime layer %s differs from the provider binary", binaryPath)
+		t.Errorf("runtime layer %s differs from the binary", binaryPath)
 	}
 }
 
 // checkPackage parses and lints package.yaml from the annotated package layer
 // and checks it against the package root it was built from.
-func checkPackage(t *testing.T, img v1.Image, root string) {
+func checkPackage(t *testing.T, img v1.Image, root, kind string) {
 	t.Helper()
 	annotated, err := xpkg.AnnotateLayers(img)
 	if err != nil {
@@ -487,11 +580,15 @@ func checkPackage(t *testing.T, img v1.Image, root string) {
 	if err != nil {
 		t.Fatalf("parse package.yaml: %v", err)
 	}
-	if err := xpkg.NewProviderLinter().Lint(pkg); err != nil {
+	linter := xpkg.NewProviderLinter()
+	if kind == "function" {
+		linter = xpkg.NewFunctionLinter()
+	}
+	if err := linter.Lint(pkg); err != nil {
 		t.Fatalf("lint package.yaml: %v", err)
 	}
 
-	checkMetaObject(t, pkg)
+	checkMetaObject(t, pkg, kind)
 
 	got := make([]string, 0, len(pkg.GetObjects()))
 	for _, o := range pkg.GetObjects() {
@@ -503,26 +600,42 @@ func checkPackage(t *testing.T, img v1.Image, root string) {
 		got = append(got, crd.GetName())
 	}
 	slices.Sort(got)
-	if diff := cmp.Diff(sourceCRDNames(t, root), got); diff != "" {
+	want := sourceCRDNames(t, root)
+	if kind == "provider" && len(want) == 0 {
+		t.Fatalf("no CRDs under %s", root)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("CRDs in package: -want (from %s), +got:\n%s", root, diff)
 	}
 }
 
-func checkMetaObject(t *testing.T, pkg *parser.Package) {
+func checkMetaObject(t *testing.T, pkg *parser.Package, kind string) {
 	t.Helper()
 	metas := pkg.GetMeta()
 	if len(metas) != 1 {
 		t.Fatalf("package has %d meta objects, want 1", len(metas))
 	}
-	p, ok := metas[0].(*pkgmetav1.Provider)
-	if !ok {
-		t.Fatalf("package meta is %T, want *v1.Provider", metas[0])
+	var (
+		p          pkgmetav1.Pkg
+		capability string
+	)
+	switch m := metas[0].(type) {
+	case *pkgmetav1.Provider:
+		p, capability = m, pkgmetav1.ProviderCapabilitySafeStart
+	case *pkgmetav1.Function:
+		// A FunctionRevision without it cannot be used by a Composition.
+		p, capability = m, pkgmetav1.FunctionCapabilityComposition
+	default:
+		t.Fatalf("package meta is %T, want a Provider or Function", metas[0])
 	}
-	if p.GetName() != packageName {
-		t.Errorf("provider name: got %q, want %q", p.GetName(), packageName)
+	if got := metas[0].GetObjectKind().GroupVersionKind().Kind; got != kinds[kind].metaKind {
+		t.Errorf("package meta kind: got %s, want %s", got, kinds[kind].metaKind)
 	}
-	if !pkgmetav1.CapabilitiesContainFuzzyMatch(p.GetCapabilities(), pkgmetav1.ProviderCapabilitySafeStart) {
-		t.Errorf("capabilities %v lack %q", p.GetCapabilities(), pkgmetav1.ProviderCapabilitySafeStart)
+	if p.GetName() != kinds[kind].name {
+		t.Errorf("package name: got %q, want %q", p.GetName(), kinds[kind].name)
+	}
+	if !pkgmetav1.CapabilitiesContainFuzzyMatch(p.GetCapabilities(), capability) {
+		t.Errorf("capabilities %v lack %q", p.GetCapabilities(), capability)
 	}
 	if c := p.GetCrossplaneConstraints(); c == nil || c.Version != ">=v2.0.0" {
 		t.Errorf("crossplane constraints: got %+v, want version >=v2.0.0", c)
@@ -536,14 +649,14 @@ func checkMetaObject(t *testing.T, pkg *parser.Package) {
 
 // loadPackage reads the tarball the way `crossplane xpkg push -f` does and
 // checks it records the expected tag.
-func loadPackage(t *testing.T, path string) v1.Image {
+func loadPackage(t *testing.T, path, kind string) v1.Image {
 	t.Helper()
 	opener := func() (io.ReadCloser, error) { return os.Open(path) }
 	m, err := tarball.LoadManifest(opener)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tag, err := name.NewTag(defaultRepository + ":" + testVersion)
+	tag, err := name.NewTag(repository(kind) + ":" + testVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -588,7 +701,8 @@ func readLayer(t *testing.T, l v1.Layer, file string) ([]entry, []byte) {
 	}
 }
 
-// sourceCRDNames returns the names of the CRDs under root/crds, sorted.
+// sourceCRDNames returns the names of the CRDs under root/crds, sorted; a
+// function package may have none.
 func sourceCRDNames(t *testing.T, root string) []string {
 	t.Helper()
 	files, err := filepath.Glob(filepath.Join(root, "crds", "*.yaml"))
@@ -608,9 +722,6 @@ func sourceCRDNames(t *testing.T, root string) []string {
 		}
 	}
 	slices.Sort(names)
-	if len(names) == 0 {
-		t.Fatalf("no CRDs under %s", root)
-	}
 	return names
 }
 

@@ -96,6 +96,21 @@ func assets() (string, error) {
 // Start starts an API server. installCRDs installs package/crds, failing when
 // the folder is missing.
 func Start(installCRDs bool) (*Env, error) {
+	return StartWith(Options{ProviderCRDs: installCRDs})
+}
+
+// Options say which CRDs an API server started by StartWith has.
+type Options struct {
+	// ProviderCRDs installs package/crds, failing when the folder is missing.
+	ProviderCRDs bool
+
+	// CRDDirs are more directories of CRDs to install, such as Crossplane's
+	// own (CrossplaneCRDs).
+	CRDDirs []string
+}
+
+// StartWith starts an API server with the CRDs o asks for.
+func StartWith(o Options) (*Env, error) {
 	dir, err := assets()
 	if err != nil {
 		return nil, err
@@ -110,10 +125,11 @@ func Start(installCRDs bool) (*Env, error) {
 		ControlPlaneStartTimeout: time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
 	}
-	if installCRDs {
-		e.CRDDirectoryPaths = []string{filepath.Join(RepoRoot(), "package", "crds")}
-		e.ErrorIfCRDPathMissing = true
+	if o.ProviderCRDs {
+		e.CRDDirectoryPaths = append(e.CRDDirectoryPaths, filepath.Join(RepoRoot(), "package", "crds"))
 	}
+	e.CRDDirectoryPaths = append(e.CRDDirectoryPaths, o.CRDDirs...)
+	e.ErrorIfCRDPathMissing = len(e.CRDDirectoryPaths) > 0
 	cfg, err := e.Start()
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot start envtest")
