@@ -5,7 +5,6 @@ package crossplane
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -65,10 +64,8 @@ func TestCrossplane(t *testing.T) {
 func testInstall(t *testing.T) {
 	apply(t, "cluster/rbac/provider-rbac.yaml", nil)
 	apply(t, "examples/crossplane/provider.yaml", setPackage(s.pkgs["provider-"+providerV1].image))
-	if _, err := os.Stat(filepath.Join(s.root, "examples", "platform", "function.yaml")); err == nil {
-		apply(t, "examples/platform/function.yaml", setPackage(s.pkgs["function-"+functionV1].image))
-		waitTrue(t, functionGVK, "", "function-clusterops", "Installed", "Healthy")
-	}
+	apply(t, "examples/platform/function.yaml", setPackage(s.pkgs["function-"+functionV1].image))
+	waitTrue(t, functionGVK, "", "function-clusterops", "Installed", "Healthy")
 	waitTrue(t, providerGVK, "", providerName, "Installed", "Healthy")
 
 	// Every CRD of the package is now controlled by the active revision.

@@ -144,7 +144,7 @@ func (r *externalRuntime) ensure(name, kind string, pk pkg) (*revisionProcess, e
 	var args []string
 	env := []string{"KUBECONFIG=" + r.kubeconfig}
 	if kind == "FunctionRevision" {
-		args = []string{"--address=127.0.0.1:" + strconv.Itoa(port), "--tls-certs-dir=" + r.certs}
+		args = []string{"--address=127.0.0.1:" + strconv.Itoa(port), "--tls-certs-dir=" + r.certs, "--metrics-bind-address=0", "--debug"}
 	} else {
 		metrics, err := freePort()
 		if err != nil {
