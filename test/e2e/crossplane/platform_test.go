@@ -154,7 +154,10 @@ func testTenants(t *testing.T) {
 	apply(t, "examples/platform/legacy/tenant-claim.yaml", nil)
 	apply(t, "examples/platform/namespaced/tenant.yaml", nil)
 
-	waitTrue(t, tenantClaim, "tenant-alpha", "alpha", "Ready", "Synced")
+	claim := waitTrue(t, tenantClaim, "tenant-alpha", "alpha", "Ready", "Synced")
+	// Claim → XR: the claim binds a cluster-scoped XTenant, which is Ready too.
+	xr, _, _ := unstructured.NestedString(claim.Object, "spec", "resourceRef", "name")
+	waitTrue(t, schema.GroupVersionKind{Group: "platform.clusterops.io", Version: "v1alpha1", Kind: "XTenant"}, "", xr, "Ready", "Synced")
 	waitTrue(t, copyRuleGVK, "tenant-alpha", "alpha-pull-secret", "Ready", "Synced")
 	waitTrue(t, copyRuleGVK, "tenant-alpha", "alpha-shared-config", "Ready", "Synced")
 	waitObjects(t, true, "tenant-alpha", map[string]schema.GroupVersionKind{"company-ca": configMapGVK, "feature-flags": configMapGVK})
@@ -209,6 +212,24 @@ func testWebApps(t *testing.T) {
 		waitTrue(t, configRolloutGVK, ns, "hello-config", "Ready", "Synced")
 		waitObjects(t, true, ns, map[string]schema.GroupVersionKind{"hello": deploymentGVK, "hello-config": configMapGVK})
 	}
+	// The real objects behind the claim: pods running on kwok's node, the data claim bound.
+	eventually(t, "the WebApp's pods running and its data claim bound", func(ctx context.Context) (bool, string, error) {
+		pods := &corev1.PodList{}
+		if err := s.c.List(ctx, pods, client.InNamespace("tenant-alpha")); err != nil {
+			return false, "", err
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && p.Spec.Containers[0].Image == "nginx:1.27" {
+				running++
+			}
+		}
+		pvc := &corev1.PersistentVolumeClaim{}
+		if err := s.c.Get(ctx, types.NamespacedName{Namespace: "tenant-alpha", Name: "hello-data"}, pvc); err != nil {
+			return false, "", err
+		}
+		return running == 2 && pvc.Status.Phase == corev1.ClaimBound, fmt.Sprintf("%d pods running, claim %s", running, pvc.Status.Phase), nil
+	})
 	d := deployment(t, "tenant-alpha", "hello")
 	if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
 		t.Errorf("Deployment replicas %v, want the claim's 2", d.Spec.Replicas)
