@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -300,5 +301,57 @@ func TestConfigRolloutReconcileWithoutChangeWritesNothing(t *testing.T) {
 		if after.ResourceVersion != before.ResourceVersion {
 			t.Errorf("Deployment %s was written (resourceVersion %s → %s) though nothing changed", before.Name, before.ResourceVersion, after.ResourceVersion)
 		}
+	}
+}
+
+// TestConfigRolloutRecordsALostRollout: when the status write after a rollout
+// is lost (a conflict on a stale read), the next reconcile finds the workload
+// carrying the new hash while the status still records the old one, and
+// records the rollout without rolling again.
+func TestConfigRolloutRecordsALostRollout(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, "lost", nil)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "1", "notes": "a"}}
+	cr := &workloadv1alpha1.ConfigRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "lost", Namespace: ns},
+		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf", Keys: []string{"k"}}},
+			Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}},
+		}},
+	}
+	create(t, cm, consumer(ns, "web", "conf"), cr)
+	r, _ := rolledTo(t, ns, "lost", "web")
+	first := r.Status.AtProvider.Hash
+	env.Update(t, cm, func() { cm.Data["k"] = "2" })
+	testenv.Eventually(t, wait, "the second rollout", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "lost"}, r)
+		return r.Status.AtProvider.Hash != first && r.Status.AtProvider.Rollouts == 2, err
+	})
+	r, d := rolledTo(t, ns, "lost", "web")
+	second, gen := r.Status.AtProvider.Hash, d.Generation
+
+	// The status as a lost write leaves it: the rollout done, not recorded.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "lost"}, r); err != nil {
+			return err
+		}
+		r.Status.AtProvider.Rollouts = 1
+		r.Status.AtProvider.Workloads[0].Hash, r.Status.AtProvider.Workloads[0].LastRollout = first, nil
+		return env.Client.Status().Update(ctx, r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env.Update(t, cm, func() { cm.Data["notes"] = "b" }) // A reconcile, nothing to roll.
+	testenv.Eventually(t, wait, "the lost rollout recorded", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "lost"}, r)
+		w := r.Status.AtProvider.Workloads
+		return r.Status.AtProvider.Rollouts == 2 && len(w) == 1 && w[0].Hash == second && w[0].LastRollout != nil, err
+	})
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Generation != gen {
+		t.Errorf("Deployment generation %d → %d: recording a rollout must not roll again", gen, d.Generation)
 	}
 }

@@ -240,9 +240,9 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	last := map[string]*metav1.Time{}
+	last, recorded := map[string]*metav1.Time{}, map[string]string{}
 	for _, w := range o.Workloads {
-		last[w.Kind+"/"+w.Name] = w.LastRollout
+		last[w.Kind+"/"+w.Name], recorded[w.Kind+"/"+w.Name] = w.LastRollout, w.Hash
 	}
 	o.Workloads = make([]v1alpha1.RolledWorkload, 0, len(ws))
 	pending := 0
@@ -252,7 +252,16 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 			claimed = append(claimed, fmt.Sprintf("%s %q follows ConfigRollout %q", w.Kind, w.Name, w.Claim))
 			continue
 		}
-		o.Workloads = append(o.Workloads, v1alpha1.RolledWorkload{Kind: w.Kind, Name: w.Name, Hash: w.carried(), LastRollout: last[w.Kind+"/"+w.Name]})
+		key := w.Kind + "/" + w.Name
+		if rec, ok := recorded[key]; ok && rec != "" && rec != o.Hash && w.carried() == o.Hash {
+			// A rollout of ours whose status write was lost (a conflict on a stale
+			// read after the workload was patched): record it now, or the counter
+			// and the time would never show it.
+			now := metav1.NewTime(e.now())
+			o.Rollouts++
+			last[key] = &now
+		}
+		o.Workloads = append(o.Workloads, v1alpha1.RolledWorkload{Kind: w.Kind, Name: w.Name, Hash: w.carried(), LastRollout: last[key]})
 		if w.carried() != o.Hash {
 			pending++
 		}
