@@ -83,8 +83,9 @@ spec:
 YAML
 
 say "Applying examples/"
-# examples/platform needs Crossplane core, which the demo does not run (see the README).
-find "$root/examples" -path "$root/examples/platform" -prune -o -name '*.yaml' -print | sort | while read -r f; do kc apply -f "$f"; done
+# examples/platform and examples/crossplane need Crossplane core, which the demo does not run (the
+# Crossplane e2e tier does; see the README).
+find "$root/examples" \( -path "$root/examples/platform" -o -path "$root/examples/crossplane" \) -prune -o -name '*.yaml' -print | sort | while read -r f; do kc apply -f "$f"; done
 
 say "Waiting for the managed resources to be Ready (kwok runs their pods on a fake node)"
 ready_or_fail immortalcontainer example-immortalcontainer
