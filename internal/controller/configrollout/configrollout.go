@@ -141,6 +141,12 @@ type external struct {
 	record  event.Recorder
 	now     func() time.Time
 	watches *watchset.Set
+
+	// observed is the status Observe worked out. The managed reconciler may
+	// update the ConfigRollout between Observe and Update (to add its
+	// finalizer), which resets the status in memory to the stored one, so
+	// Update starts again from this.
+	observed v1alpha1.ConfigRolloutObservation
 }
 
 // watchSources keeps a narrow watch on each source the ConfigRollout names.
@@ -253,10 +259,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 			continue
 		}
 		key := w.Kind + "/" + w.Name
-		if rec, ok := recorded[key]; ok && rec != "" && rec != o.Hash && w.carried() == o.Hash {
+		if rec := recorded[key]; rec != o.Hash && w.carried() == o.Hash && (rec != "" || w.Claim == cr.GetName()) {
 			// A rollout of ours whose status write was lost (a conflict on a stale
 			// read after the workload was patched): record it now, or the counter
-			// and the time would never show it.
+			// and the time would never show it. With no earlier hash on record,
+			// only our claim on the workload says the rollout was ours.
 			now := metav1.NewTime(e.now())
 			o.Rollouts++
 			last[key] = &now
@@ -267,6 +274,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		}
 	}
 
+	e.observed = *o.DeepCopy()
 	switch {
 	case len(missing) > 0:
 		// Nothing is rolled on a partial view of the configuration; the source's
@@ -298,6 +306,7 @@ func (e *external) Create(context.Context, *v1alpha1.ConfigRollout) (managed.Ext
 // Update writes the current hash into every selected workload's pod template
 // that does not carry it yet; the workload's controller rolls its pods.
 func (e *external) Update(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalUpdate, error) {
+	cr.Status.AtProvider = *e.observed.DeepCopy()
 	o := &cr.Status.AtProvider
 	for i := range o.Workloads {
 		w := &o.Workloads[i]
