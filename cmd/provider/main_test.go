@@ -9,8 +9,8 @@ import (
 
 func TestParse(t *testing.T) {
 	defaults := options{
-		poll: 10 * time.Minute, sync: time.Hour, maxReconcileRate: 10, enableManagementPolicies: true,
-		safeStart: true, namespace: "crossplane-system", metricsAddr: ":8080", healthAddr: ":8081",
+		poll: 10 * time.Minute, sync: time.Hour, maxReconcileRate: 100, enableManagementPolicies: true,
+		safeStart: true, namespace: "crossplane-system", metricsAddr: ":8080", healthAddr: ":8081", pprofAddr: "0",
 	}
 	type want struct {
 		o   options
@@ -28,9 +28,9 @@ func TestParse(t *testing.T) {
 		"AllFlags": {
 			reason: "Every flag is read.",
 			args: []string{"--debug", "--poll=30s", "--sync=2h", "--max-reconcile-rate=50", "--leader-election",
-				"--enable-management-policies=false", "--safe-start=false", "--namespace=ops", "--metrics-bind-address=:9090", "--health-probe-bind-address=0"},
+				"--enable-management-policies=false", "--safe-start=false", "--namespace=ops", "--metrics-bind-address=:9090", "--health-probe-bind-address=0", "--pprof-bind-address=127.0.0.1:6060"},
 			want: want{o: options{debug: true, poll: 30 * time.Second, sync: 2 * time.Hour, maxReconcileRate: 50, leaderElection: true,
-				namespace: "ops", metricsAddr: ":9090", healthAddr: "0"}},
+				namespace: "ops", metricsAddr: ":9090", healthAddr: "0", pprofAddr: "127.0.0.1:6060"}},
 		},
 		"ZeroPoll": {
 			reason: "A zero poll interval would poll in a hot loop: refused.",

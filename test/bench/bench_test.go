@@ -1,8 +1,5 @@
 //go:build bench
 
-// Package bench measures the provider against the local control plane
-// (`make bench` starts it): latency of its reactions and throughput of whole
-// fleets of managed resources. Benchmarks measure; they never fail on a timing.
 package bench
 
 import (
@@ -21,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -30,40 +26,9 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
-var (
-	startOnce sync.Once
-	env       *testenv.Env
-	startErr  error
-)
-
+// provider is the bench's view of the cluster the provider process acts on.
 func provider(b *testing.B) *testenv.Env {
 	b.Helper()
-	startOnce.Do(func() {
-		cfg, err := ctrl.GetConfig()
-		if err != nil {
-			startErr = err
-			return
-		}
-		cfg.QPS, cfg.Burst = 500, 1000 // The benchmark's own client must not be the bottleneck.
-		if env, startErr = testenv.ForCluster(cfg); startErr != nil {
-			return
-		}
-		// The provider runs with cmd/provider's default --max-reconcile-rate
-		// unless BENCH_RATE says otherwise, on a client with its own limits.
-		rate := 10
-		if v, err := strconv.Atoi(os.Getenv("BENCH_RATE")); err == nil && v > 0 {
-			rate = v
-		}
-		pe, err := testenv.ForCluster(ctrl.GetConfigOrDie())
-		if err != nil {
-			startErr = err
-			return
-		}
-		startErr = pe.StartProvider(context.Background(), time.Hour, rate)
-	})
-	if startErr != nil {
-		b.Fatal(startErr)
-	}
 	return env
 }
 

@@ -1,0 +1,356 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
+	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+)
+
+// reachable labels a namespace so the default ClusterProviderConfig reaches it.
+var reachable = map[string]string{"clusterops.io/reachable": "true"}
+
+// BenchmarkIdleCost converges BENCH_IDLE_MRS (default 1000) managed resources,
+// a fifth of each kind, then counts for BENCH_IDLE_WINDOW (default 60s) the
+// requests the provider sends: by its own client-go metrics, and by the API
+// server's count of its FlowSchema. Converged, a provider should write nothing
+// and read little: its kinds learn of changes from watches.
+func BenchmarkIdleCost(b *testing.B) {
+	e := provider(b)
+	ctx := context.Background()
+	n := envInt("BENCH_IDLE_MRS", 1000) / 5
+	window := time.Minute
+	if d, err := time.ParseDuration(os.Getenv("BENCH_IDLE_WINDOW")); err == nil && d > 0 {
+		window = d
+	}
+	for range b.N {
+		b.StopTimer()
+		src := namespaceWith(b, e.Client, "bench-idle", reachable)
+		dst := namespaceWith(b, e.Client, "bench-idle-dst", reachable)
+		mrs := idleFleet(src, dst, n)
+		parallel(b, n, func(i int) error { return e.Client.Create(ctx, pv(src, fmt.Sprintf("bundle-%d-data", i))) })
+		parallel(b, len(mrs), func(i int) error { return e.Client.Create(ctx, mrs[i]) })
+		start := time.Now()
+		if err := allReady(ctx, e.Client, src, 4*n, 15*time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%d managed resources converged in %s", 5*n, time.Since(start).Round(time.Second))
+		// Let the last status writes and requeues of convergence pass.
+		time.Sleep(10 * time.Second)
+
+		b.StartTimer()
+		before, err := countRequests(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(window)
+		after, err := countRequests(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		s := window.Seconds()
+		b.ReportMetric(float64(5*n), "MRs")
+		b.ReportMetric(after.clientWrites-before.clientWrites, "writes")
+		b.ReportMetric((after.client-before.client)/s, "client-req/s")
+		b.ReportMetric((after.server-before.server)/s, "server-req/s")
+
+		// A fresh provider checks every managed resource once, as one round of
+		// the safety-net poll does: what it sends until it settles is the cost
+		// of a poll round.
+		var err2 error
+		if prov, err2 = prov.restart(ctx); err2 != nil {
+			b.Fatal(err2)
+		}
+		pass, err := settled(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(pass.client, "pass-requests")
+		b.ReportMetric(pass.clientWrites, "pass-writes")
+
+		cleanUp(b, e.Client, src, dst)
+	}
+}
+
+// settled waits until the provider sends at most one request a second over
+// 10 s, and returns its counts.
+func settled(ctx context.Context) (requestCounts, error) {
+	var seen []requestCounts
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		c, err := countRequests(ctx)
+		if err != nil {
+			return false, nil //nolint:nilerr // Try again.
+		}
+		seen = append(seen, c)
+		return len(seen) > 10 && c.client-seen[len(seen)-11].client <= 10, nil
+	})
+	if len(seen) == 0 {
+		return requestCounts{}, err
+	}
+	return seen[len(seen)-1], err
+}
+
+// idleFleet is n managed resources of each kind in ns: ImmortalContainers,
+// AppBundles (their volumes made by the caller), ConfigRollouts with their
+// ConfigMaps and Deployments (no replicas), CopyRules copying one ConfigMap
+// each into dst, and dry-run ChaosAgents whose next round is an hour away.
+// ChaosAgents are listed last: they are Ready only after a round, which
+// allReady does not wait for.
+func idleFleet(ns, dst string, n int) []client.Object {
+	var out []client.Object
+	zero := int32(0)
+	for i := range n {
+		cm := fmt.Sprintf("conf-%d", i)
+		out = append(out,
+			&workloadv1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("immortal-%d", i), Namespace: ns},
+				Spec: workloadv1alpha1.ImmortalContainerSpec{ForProvider: workloadv1alpha1.ImmortalContainerParameters{Image: "nginx"}}},
+			&workloadv1alpha1.AppBundle{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bundle-%d", i), Namespace: ns},
+				Spec: workloadv1alpha1.AppBundleSpec{ForProvider: workloadv1alpha1.AppBundleParameters{Image: "nginx"}}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm, Namespace: ns}, Data: map[string]string{"k": "v"}},
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: ns}, Spec: appsv1.DeploymentSpec{
+				Replicas: &zero,
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": cm}},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": cm}},
+					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx",
+						EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}},
+				},
+			}},
+			&workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("rollout-%d", i), Namespace: ns},
+				Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+					ConfigMaps: []workloadv1alpha1.SourceRef{{Name: cm}},
+					Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: fmt.Sprintf("web-%d", i)}},
+				}}},
+			&copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("copy-%d", i), Namespace: ns},
+				Spec: copyv1alpha1.CopyRuleSpec{ForProvider: copyv1alpha1.CopyRuleParameters{
+					Kind: copyv1alpha1.KindConfigMap, Names: []string{cm}, Namespaces: []string{dst},
+				}}},
+		)
+	}
+	for i := range n {
+		out = append(out, &chaosv1alpha1.ChaosAgent{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("chaos-%d", i), Namespace: ns},
+			Spec: chaosv1alpha1.ChaosAgentSpec{ForProvider: chaosv1alpha1.ChaosAgentParameters{
+				TantrumMode: true, PodTolerance: 1000, Eagerness: 1, DryRun: true,
+				Interval: metav1.Duration{Duration: time.Hour},
+			}}})
+	}
+	return out
+}
+
+// pv is a volume reserved for claim ns/name, so AppBundles' claims bind.
+func pv(ns, claim string) *corev1.PersistentVolume {
+	return &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + claim},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp/bench"}},
+			ClaimRef:               &corev1.ObjectReference{Namespace: ns, Name: claim},
+		},
+	}
+}
+
+// allReady waits until want managed resources in ns, of the kinds with a Ready
+// condition that holds without an action (all but ChaosAgent), are Ready.
+func allReady(ctx context.Context, c client.Client, ns string, want int, timeout time.Duration) error {
+	lists := []interface {
+		client.ObjectList
+		ready() int
+	}{&immortals{}, &bundles{}, &rollouts{}, &copyRules{}}
+	var got int
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		got = 0
+		for _, l := range lists {
+			if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return false, nil //nolint:nilerr // Try again.
+			}
+			got += l.ready()
+		}
+		return got >= want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%d of %d managed resources Ready: %w", got, want, err)
+	}
+	return nil
+}
+
+type (
+	immortals struct {
+		workloadv1alpha1.ImmortalContainerList
+	}
+	bundles  struct{ workloadv1alpha1.AppBundleList }
+	rollouts struct {
+		workloadv1alpha1.ConfigRolloutList
+	}
+	copyRules struct{ copyv1alpha1.CopyRuleList }
+)
+
+func (l *immortals) ready() int { return countReady(l.Items) }
+func (l *bundles) ready() int   { return countReady(l.Items) }
+func (l *rollouts) ready() int  { return countReady(l.Items) }
+func (l *copyRules) ready() int { return countReady(l.Items) }
+
+func countReady[T any, P interface {
+	*T
+	GetCondition(xpv2.ConditionType) xpv2.Condition
+}](items []T) int {
+	n := 0
+	for i := range items {
+		if P(&items[i]).GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+			n++
+		}
+	}
+	return n
+}
+
+// cleanUp deletes every managed resource in the namespaces, waits until the
+// provider has finished with them, and deletes the namespaces.
+func cleanUp(b *testing.B, c client.Client, nss ...string) {
+	b.Helper()
+	ctx := context.Background()
+	kinds := []client.Object{&workloadv1alpha1.ImmortalContainer{}, &workloadv1alpha1.AppBundle{}, &workloadv1alpha1.ConfigRollout{}, &copyv1alpha1.CopyRule{}, &chaosv1alpha1.ChaosAgent{}}
+	for _, ns := range nss {
+		for _, k := range kinds {
+			if err := c.DeleteAllOf(ctx, k, client.InNamespace(ns)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	lists := []client.ObjectList{&workloadv1alpha1.ImmortalContainerList{}, &workloadv1alpha1.AppBundleList{}, &workloadv1alpha1.ConfigRolloutList{}, &copyv1alpha1.CopyRuleList{}, &chaosv1alpha1.ChaosAgentList{}}
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, ns := range nss {
+			for _, l := range lists {
+				if err := c.List(ctx, l, client.InNamespace(ns), client.Limit(1)); err != nil {
+					return false, nil //nolint:nilerr // Try again.
+				}
+				if meta.LenList(l) > 0 {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		b.Fatalf("managed resources not gone: %v", err)
+	}
+	for _, ns := range nss {
+		_ = c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+}
+
+// BenchmarkMemory fills a namespace with BENCH_MEM_UNSELECTED (default 10000)
+// ConfigMaps that no rule selects and BENCH_MEM_SELECTED (default 1000) that
+// one CopyRule copies into another namespace, each with 1 KiB of data, and
+// compares the provider's live heap and resident set after convergence with
+// the raw size of the selected objects, above the base it had before.
+func BenchmarkMemory(b *testing.B) {
+	e := provider(b)
+	ctx := context.Background()
+	unselected, selected := envInt("BENCH_MEM_UNSELECTED", 10000), envInt("BENCH_MEM_SELECTED", 1000)
+	data := strings.Repeat("x", 1024)
+	for range b.N {
+		b.StopTimer()
+		baseHeap, baseRSS := memory(b)
+		src := namespaceWith(b, e.Client, "bench-mem", reachable)
+		dst := namespaceWith(b, e.Client, "bench-mem-dst", reachable)
+		parallel(b, unselected+selected, func(i int) error {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: src}, Data: map[string]string{"data": data}}
+			if i < selected {
+				cm.Labels = map[string]string{"bench-mem": "selected"}
+			}
+			return e.Client.Create(ctx, cm)
+		})
+		raw := 0
+		l := &corev1.ConfigMapList{}
+		if err := e.Client.List(ctx, l, client.InNamespace(src), client.MatchingLabels{"bench-mem": "selected"}); err != nil {
+			b.Fatal(err)
+		}
+		for i := range l.Items {
+			j, _ := json.Marshal(&l.Items[i])
+			raw += len(j)
+		}
+		rule := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Name: "selected", Namespace: src},
+			Spec: copyv1alpha1.CopyRuleSpec{ForProvider: copyv1alpha1.CopyRuleParameters{
+				Kind: copyv1alpha1.KindConfigMap, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"bench-mem": "selected"}}, Namespaces: []string{dst},
+			}}}
+		b.StartTimer()
+		if err := e.Client.Create(ctx, rule); err != nil {
+			b.Fatal(err)
+		}
+		if err := allReady(ctx, e.Client, src, 1, 10*time.Minute); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		time.Sleep(5 * time.Second) // Let the watches of the copies fill.
+		heap, rss := memory(b)
+		b.ReportMetric(float64(raw), "selected-raw-B")
+		b.ReportMetric(baseHeap, "base-heap-B")
+		b.ReportMetric(baseRSS, "base-rss-B")
+		b.ReportMetric(heap, "heap-B")
+		b.ReportMetric(rss, "rss-B")
+		b.ReportMetric((heap-baseHeap)/float64(raw), "heap-growth/selected-raw")
+		if dir := os.Getenv("BENCH_OUT"); dir != "" {
+			if err := prov.profile("heap", "gc=1", filepath.Join(dir, "memory.heap.pprof")); err != nil {
+				b.Log(err)
+			}
+		}
+		cleanUp(b, e.Client, src, dst)
+	}
+}
+
+// memory is the provider's live heap after a garbage collection, and its
+// resident set size.
+func memory(b *testing.B) (float64, float64) {
+	b.Helper()
+	if err := prov.collectGarbage(); err != nil {
+		b.Fatal(err)
+	}
+	m, err := prov.providerMetrics()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rss, err := prov.rssBytes()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m.sum("go_memstats_heap_inuse_bytes", nil), rss
+}
+
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// namespaceWith creates a namespace with a unique name starting with prefix.
+func namespaceWith(b *testing.B, c client.Client, prefix string, lbls map[string]string) string {
+	b.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: lbls}}
+	if err := c.Create(context.Background(), ns); err != nil {
+		b.Fatal(err)
+	}
+	return ns.Name
+}

@@ -1,0 +1,92 @@
+//go:build bench
+
+// Package bench measures the provider against the local control plane
+// (`make bench` starts it): latency of its reactions, throughput of whole
+// fleets of managed resources, and what the provider costs while idle, in
+// requests and in memory. Benchmarks measure; they never fail on a timing.
+//
+// The provider runs as its own process (BENCH_PROVIDER, the binary `make
+// build` makes) with its default flags unless BENCH_RATE says otherwise, so
+// its memory is its own and its requests are counted twice: by its own
+// client-go metrics, and by the API server, which sees it as the user
+// clusterops-provider through a FlowSchema of its own.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+// providerUser is who the provider acts as: the API server counts its requests
+// under this user's FlowSchema.
+const providerUser = "clusterops-provider"
+
+var (
+	env  *testenv.Env
+	prov *providerProcess
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		if err := setUp(); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		defer prov.stop()
+		return m.Run()
+	}())
+}
+
+func setUp() error {
+	ctx := context.Background()
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 500, 1000 // The benchmark's own client must not be the bottleneck.
+	if env, err = testenv.ForCluster(cfg); err != nil {
+		return err
+	}
+	bin := os.Getenv("BENCH_PROVIDER")
+	if bin == "" {
+		return fmt.Errorf("BENCH_PROVIDER names no provider binary: run make bench")
+	}
+	if err := env.InstallCRDs(ctx); err != nil {
+		return err
+	}
+	if _, err := testenv.ApplyFile(ctx, env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
+		return err
+	}
+	if err := identity(ctx, env.Client, providerUser); err != nil {
+		return err
+	}
+	kc, err := impersonating(providerUser)
+	if err != nil {
+		return err
+	}
+	prov, err = startProvider(ctx, bin, kc, os.Getenv("BENCH_RATE"))
+	return err
+}
+
+// impersonating writes a kubeconfig of the bench's cluster that acts as user.
+func impersonating(user string) (string, error) {
+	path := os.Getenv("KUBECONFIG")
+	raw, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		return "", err
+	}
+	for _, a := range raw.AuthInfos {
+		a.Impersonate = user
+	}
+	out := filepath.Join(os.TempDir(), fmt.Sprintf("bench-provider-%d.kubeconfig", time.Now().UnixNano()))
+	return out, clientcmd.WriteToFile(*raw, out)
+}

@@ -1,0 +1,279 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// identity lets user act as a cluster admin, and gives its requests a
+// FlowSchema of their own, so the API server's flow-control metrics count
+// exactly them.
+func identity(ctx context.Context, c client.Client, user string) error {
+	for _, o := range []client.Object{
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: user},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "cluster-admin"},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+		},
+		&flowcontrolv1.FlowSchema{
+			ObjectMeta: metav1.ObjectMeta{Name: user},
+			Spec: flowcontrolv1.FlowSchemaSpec{
+				PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: "workload-high"},
+				MatchingPrecedence:         100,
+				DistinguisherMethod:        &flowcontrolv1.FlowDistinguisherMethod{Type: flowcontrolv1.FlowDistinguisherMethodByUserType},
+				Rules: []flowcontrolv1.PolicyRulesWithSubjects{{
+					Subjects: []flowcontrolv1.Subject{{Kind: flowcontrolv1.SubjectKindUser, User: &flowcontrolv1.UserSubject{Name: user}}},
+					ResourceRules: []flowcontrolv1.ResourcePolicyRule{{
+						Verbs: []string{"*"}, APIGroups: []string{"*"}, Resources: []string{"*"}, Namespaces: []string{"*"}, ClusterScope: true,
+					}},
+					NonResourceRules: []flowcontrolv1.NonResourcePolicyRule{{Verbs: []string{"*"}, NonResourceURLs: []string{"*"}}},
+				}},
+			},
+		},
+	} {
+		if err := c.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// providerProcess is cmd/provider running on the host.
+type providerProcess struct {
+	cmd     *exec.Cmd
+	done    chan struct{}
+	metrics string // base URL of its metrics endpoint
+	pprof   string // base URL of its pprof endpoint
+	Rate    string // its --max-reconcile-rate, or "default"
+
+	bin, kubeconfig, rate string
+}
+
+// restart stops the provider and starts a fresh one with the same flags.
+func (p *providerProcess) restart(ctx context.Context) (*providerProcess, error) {
+	p.stop()
+	return startProvider(ctx, p.bin, p.kubeconfig, p.rate)
+}
+
+func startProvider(ctx context.Context, bin, kubeconfig, rate string) (*providerProcess, error) {
+	ports := make([]int, 3)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+	}
+	args := []string{
+		"--namespace=crossplane-system",
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
+		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", ports[2]),
+	}
+	p := &providerProcess{done: make(chan struct{}), Rate: "default", bin: bin, kubeconfig: kubeconfig, rate: rate,
+		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]),
+		pprof:   fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", ports[2])}
+	if rate != "" {
+		args = append(args, "--max-reconcile-rate="+rate)
+		p.Rate = rate
+	}
+	log, err := os.OpenFile(filepath.Join(os.TempDir(), "bench-provider.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	p.cmd = exec.Command(bin, args...) //nolint:gosec // The binary make bench built.
+	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := p.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { _ = p.cmd.Wait(); _ = log.Close(); close(p.done) }()
+	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		select {
+		case <-p.done:
+			return false, fmt.Errorf("the provider exited; see %s", log.Name())
+		default:
+		}
+		r, err := http.Get(ready) //nolint:noctx // Loopback, short.
+		if err != nil {
+			return false, nil //nolint:nilerr // Not up yet.
+		}
+		_ = r.Body.Close()
+		return r.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *providerProcess) stop() {
+	if p == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(15 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// rssBytes is the provider's resident set size.
+func (p *providerProcess) rssBytes() (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseFloat(f[1], 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", p.cmd.Process.Pid)
+}
+
+// collectGarbage has the provider run a garbage collection (a heap profile
+// with gc=1 does), so that heap figures are of live objects only.
+func (p *providerProcess) collectGarbage() error {
+	r, err := http.Get(p.pprof + "/heap?gc=1") //nolint:noctx // Loopback, short.
+	if err != nil {
+		return err
+	}
+	defer func() { _ = r.Body.Close() }()
+	_, err = io.Copy(io.Discard, r.Body)
+	return err
+}
+
+// profile saves the provider's pprof profile kind (with query) to path.
+func (p *providerProcess) profile(kind, query, path string) error {
+	r, err := http.Get(p.pprof + "/" + kind + "?" + query) //nolint:noctx // Loopback; a CPU profile takes its seconds.
+	if err != nil {
+		return err
+	}
+	defer func() { _ = r.Body.Close() }()
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	_, err = io.Copy(f, r.Body)
+	return err
+}
+
+// families are Prometheus metric families by name.
+type families map[string]*dto.MetricFamily
+
+func parse(r io.Reader) (families, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	return p.TextToMetricFamilies(r)
+}
+
+// providerMetrics scrapes the provider's metrics endpoint.
+func (p *providerProcess) providerMetrics() (families, error) {
+	r, err := http.Get(p.metrics) //nolint:noctx // Loopback, short.
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = r.Body.Close() }()
+	return parse(r.Body)
+}
+
+// apiserverMetrics scrapes the API server's metrics as the bench's admin.
+func apiserverMetrics(ctx context.Context) (families, error) {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		return nil, err
+	}
+	b, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return parse(strings.NewReader(string(b)))
+}
+
+// sum adds the values of the samples of family name whose labels include
+// every pair in match; a label value "!x" matches any value but x.
+func (f families) sum(name string, match map[string]string) float64 {
+	mf, ok := f[name]
+	if !ok {
+		return 0
+	}
+	total := 0.0
+	for _, m := range mf.GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		ok := true
+		for k, v := range match {
+			if not, neg := strings.CutPrefix(v, "!"); neg {
+				ok = ok && labels[k] != not
+			} else {
+				ok = ok && labels[k] == v
+			}
+		}
+		if !ok {
+			continue
+		}
+		switch {
+		case m.GetCounter() != nil:
+			total += m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			total += m.GetGauge().GetValue()
+		case m.GetUntyped() != nil:
+			total += m.GetUntyped().GetValue()
+		}
+	}
+	return total
+}
+
+// requestCounts are the provider's requests so far, as it counts them and as
+// the API server does.
+type requestCounts struct {
+	client, clientWrites, server float64
+}
+
+func countRequests(ctx context.Context) (requestCounts, error) {
+	pm, err := prov.providerMetrics()
+	if err != nil {
+		return requestCounts{}, err
+	}
+	am, err := apiserverMetrics(ctx)
+	if err != nil {
+		return requestCounts{}, err
+	}
+	return requestCounts{
+		client:       pm.sum("rest_client_requests_total", nil),
+		clientWrites: pm.sum("rest_client_requests_total", map[string]string{"method": "!GET"}),
+		server:       am.sum("apiserver_flowcontrol_dispatched_requests_total", map[string]string{"flow_schema": providerUser}),
+	}, nil
+}
