@@ -26,6 +26,8 @@ TARGETS="
 ./internal/controller/chaosagent/           FuzzCompile
 ./internal/controller/chaosagent/           FuzzExcluded
 ./internal/controller/immortalcontainer/    FuzzRestartDelay
+./internal/function/                        FuzzDuration
+./internal/function/                        FuzzNames
 "
 
 failed=0
