@@ -36,8 +36,9 @@ vet: ## Check formatting and run go vet.
 	go vet ./... && go vet -tags e2e ./test/e2e/...
 
 .PHONY: test
-test: tools vet ## Run every test tier: unit + integration (envtest), then e2e on the local control plane.
+test: tools vet ## Run every test tier: unit + integration (envtest), a short fuzz run, then e2e on the local control plane.
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) ./...
+	$(MAKE) fuzz-ci
 	$(MAKE) e2e
 
 .PHONY: test-unit
@@ -56,12 +57,12 @@ bench: ## Run the benchmarks on the local control plane and write docs/benchmark
 	cluster/local/bench.sh
 
 .PHONY: fuzz
-fuzz: ## Fuzz the pure functions that take user input, briefly.
-	go test -run '^$$' -fuzz FuzzCheck -fuzztime 20s ./internal/reach/
-	go test -run '^$$' -fuzz FuzzHashDeterministic -fuzztime 20s ./internal/controller/configrollout/
-	go test -run '^$$' -fuzz FuzzSelectTargets -fuzztime 20s ./internal/controller/copyrule/
-	go test -run '^$$' -fuzz FuzzQuietWindow -fuzztime 20s ./internal/controller/chaosagent/
-	go test -run '^$$' -fuzz FuzzSelector -fuzztime 20s ./internal/controller/chaosagent/
+fuzz: ## Fuzz every pure function that takes user input (hack/fuzz.sh lists them), 20s each.
+	hack/fuzz.sh 20s
+
+.PHONY: fuzz-ci
+fuzz-ci: ## Fuzz every target for 2s (part of make test); failing inputs land in testdata/fuzz, to commit.
+	hack/fuzz.sh 2s
 
 .PHONY: cluster-up
 cluster-up: ## Start the local control plane (etcd, apiserver, controller-manager, scheduler, kwok).

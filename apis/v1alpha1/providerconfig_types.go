@@ -80,7 +80,7 @@ type Reach struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=63
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9*?]([-a-z0-9*?]*[a-z0-9*?])?$`
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9*?]([-a-z0-9*?]*[a-z0-9*?])?$')",message="reach.namespaces: a namespace pattern is lowercase letters, digits, '-' and the wildcards '*' and '?', and starts and ends with one of those but '-'"
 	Namespaces []string `json:"namespaces,omitempty"`
 
 	// NamespaceSelector selects namespaces by their labels.
@@ -95,7 +95,7 @@ type Reach struct {
 	// +kubebuilder:default={"kube-system","kube-public","kube-node-lease"}
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=63
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9*?]([-a-z0-9*?]*[a-z0-9*?])?$`
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9*?]([-a-z0-9*?]*[a-z0-9*?])?$')",message="reach.deniedNamespaces: a namespace pattern is lowercase letters, digits, '-' and the wildcards '*' and '?', and starts and ends with one of those but '-'"
 	DeniedNamespaces []string `json:"deniedNamespaces,omitempty"`
 }
 

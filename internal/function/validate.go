@@ -70,6 +70,11 @@ func duration(path, v string, minimum time.Duration) (*metav1.Duration, error) {
 	if d < minimum {
 		return nil, invalid(path, "must be at least %s, got %s", minimum, v)
 	}
+	// The composed value is written as d.String(), which shows a fraction of
+	// a millisecond in µs or ns: units the provider's CRDs refuse.
+	if d%time.Millisecond != 0 {
+		return nil, invalid(path, "%q is not a whole number of milliseconds", v)
+	}
 	return &metav1.Duration{Duration: d}, nil
 }
 

@@ -56,6 +56,15 @@ type Env struct {
 	// Requests records the writes of the provider started by RunProvider to
 	// the clusters its managed resources act on.
 	Requests *RequestLog
+
+	// ManagerWrites records the writes of that provider's manager to this
+	// API server: managed resources' status, finalizers and events, so tests
+	// can bound how often a failing resource is retried.
+	ManagerWrites *RequestLog
+
+	// Log, when set before RunProvider, receives the provider's logs at debug
+	// level (as TESTENV_DEBUG shows them), for tests that inspect them.
+	Log io.Writer
 }
 
 // RepoRoot is the root of this repository.
@@ -170,6 +179,8 @@ func (e *Env) RunProvider(ctx context.Context, poll time.Duration) (*target.Reso
 // RunProviderAtRate is RunProvider with cmd/provider's --max-reconcile-rate.
 func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate int) (*target.Resolver, error) {
 	limited := ratelimiter.LimitRESTConfig(e.Config, rate)
+	e.ManagerWrites = &RequestLog{}
+	limited.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.ManagerWrites, next: rt} })
 	mgr, err := ctrl.NewManager(limited, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -180,8 +191,15 @@ func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate in
 	}
 	log := logging.NewNopLogger()
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	var w []io.Writer
 	if os.Getenv("TESTENV_DEBUG") != "" {
-		zl := zap.New(zap.UseDevMode(true))
+		w = append(w, os.Stderr)
+	}
+	if e.Log != nil {
+		w = append(w, e.Log)
+	}
+	if len(w) > 0 {
+		zl := zap.New(zap.UseDevMode(true), zap.WriteTo(io.MultiWriter(w...)))
 		ctrl.SetLogger(zl)
 		log = logging.NewLogrLogger(zl)
 	}

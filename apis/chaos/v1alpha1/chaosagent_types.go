@@ -57,7 +57,7 @@ type ChaosAgentParameters struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=63
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9*?]([-a-z0-9*?]*[a-z0-9*?])?$`
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9*?]([-a-z0-9*?]*[a-z0-9*?])?$')",message="excludedNamespaces: a namespace pattern is lowercase letters, digits, '-' and the wildcards '*' and '?', and starts and ends with one of those but '-'"
 	ExcludedNamespaces []string `json:"excludedNamespaces,omitempty"`
 
 	// Namespaces the agent acts in. Without namespaces and namespaceSelector,
@@ -69,7 +69,7 @@ type ChaosAgentParameters struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=63
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="namespaces: a namespace name is lowercase letters, digits and '-', and starts and ends with a letter or digit"
 	Namespaces []string `json:"namespaces,omitempty"`
 
 	// NamespaceSelector adds the namespaces whose labels match.

@@ -41,7 +41,7 @@ type CopyRuleParameters struct {
 	// namespace; another namespace must be within the reach its config grants.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
-	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="sourceNamespace: a namespace name is lowercase letters, digits and '-', and starts and ends with a letter or digit"
 	SourceNamespace string `json:"sourceNamespace,omitempty"`
 
 	// Selector selects the objects to copy by label. An object is copied when
@@ -54,7 +54,7 @@ type CopyRuleParameters struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=256
 	// +kubebuilder:validation:items:MaxLength=253
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="names: an object name is lowercase letters, digits, '-' and '.', and starts and ends with a letter or digit"
 	Names []string `json:"names,omitempty"`
 
 	// Namespaces to copy into, by name. A listed namespace that does not
@@ -63,7 +63,7 @@ type CopyRuleParameters struct {
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=1024
 	// +kubebuilder:validation:items:MaxLength=63
-	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="namespaces: a namespace name is lowercase letters, digits and '-', and starts and ends with a letter or digit"
 	Namespaces []string `json:"namespaces,omitempty"`
 
 	// NamespacePattern selects the namespaces to copy into by a regular

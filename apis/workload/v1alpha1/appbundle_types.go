@@ -105,7 +105,7 @@ type Storage struct {
 	// MountPath of the claim in the container.
 	// +optional
 	// +kubebuilder:default="/data"
-	// +kubebuilder:validation:Pattern=`^/`
+	// +kubebuilder:validation:XValidation:rule="self.startsWith('/')",message="storage.mountPath is an absolute path such as /data"
 	MountPath string `json:"mountPath,omitempty"`
 }
 

@@ -59,6 +59,10 @@ func fieldManager(cr *v1alpha1.ConfigRollout) string {
 
 const reasonRolled event.Reason = "RolledWorkload"
 
+// reasonSourceMissing is the Warning event of a rollout whose source does not
+// exist, so that `kubectl describe` and event alerts show it, not only status.
+const reasonSourceMissing event.Reason = "SourceMissing"
+
 // workloadChanges passes a workload's creation, deletion, a new template
 // (generation) or a changed claim. Other annotation churn, such as the
 // revision a Deployment records on every rollout, would re-reconcile every
@@ -279,7 +283,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	case len(missing) > 0:
 		// Nothing is rolled on a partial view of the configuration; the source's
 		// creation brings us back.
-		cr.SetConditions(xpv2.Unavailable().WithMessage(strings.Join(missing, ", ") + " does not exist: nothing is rolled until it does"))
+		msg := strings.Join(missing, ", ") + " does not exist: nothing is rolled until it does"
+		cr.SetConditions(xpv2.Unavailable().WithMessage(msg))
+		// The same event again only raises its count; observing happens on
+		// watch events and the poll, so this is no stream of events.
+		e.record.Event(cr, event.Warning(reasonSourceMissing, errors.New(msg)))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	case pending > 0:
 		if due, waiting := debounceDue(cr, e.now()); waiting {

@@ -117,9 +117,15 @@ func restartDelay(quickEnds int32, b v1alpha1.RestartBackoff) time.Duration {
 	}
 	d := b.Initial.Duration
 	for i := int32(2); i < quickEnds && d < b.Max.Duration; i++ {
+		// Doubling a delay beyond half the largest Duration would overflow
+		// into a negative one; max is where it stops anyway.
+		if d > b.Max.Duration/2 {
+			d = b.Max.Duration
+			break
+		}
 		d *= 2
 	}
-	return min(d, b.Max.Duration)
+	return max(min(d, b.Max.Duration), 0)
 }
 
 // exitReason says why a pod ended, from its container's last state.

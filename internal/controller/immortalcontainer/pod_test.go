@@ -178,3 +178,31 @@ func TestUntilRestart(t *testing.T) {
 		})
 	}
 }
+
+// FuzzRestartDelay feeds backoffs users write: the delay is never negative,
+// never longer than max, and never shrinks as quick ends go on, even for
+// durations near the largest a Duration holds.
+func FuzzRestartDelay(f *testing.F) {
+	f.Add(int64(time.Second), int64(5*time.Minute), int32(3))
+	f.Add(int64(0), int64(time.Hour), int32(1000))
+	f.Add(int64(2000000*time.Hour), int64(2500000*time.Hour), int32(3))
+	f.Fuzz(func(t *testing.T, initial, maxDelay int64, quickEnds int32) {
+		// The CRD admits only positive durations with max >= initial.
+		if initial < 0 || maxDelay < initial {
+			return
+		}
+		b := backoff(time.Duration(initial), time.Duration(maxDelay))
+		quickEnds = quickEnds % 100 // Bound the loop; doubling reaches max well within.
+		prev := time.Duration(0)
+		for n := int32(0); n <= quickEnds; n++ {
+			d := restartDelay(n, b)
+			if d < 0 || d > b.Max.Duration {
+				t.Fatalf("restartDelay(%d, %+v) = %s, want within [0, max]", n, b, d)
+			}
+			if d < prev {
+				t.Fatalf("restartDelay(%d, %+v) = %s, shorter than %s before it", n, b, d, prev)
+			}
+			prev = d
+		}
+	})
+}

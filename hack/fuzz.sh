@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for a bounded time: `make fuzz` (longer) and
+# `make fuzz-ci` (a few seconds each, part of `make test`) both read the list
+# below, so a new target is added in one place.
+#
+# Usage: hack/fuzz.sh [fuzztime]   (default 2s per target)
+#
+# When a target fails, Go writes the failing input to
+# <package>/testdata/fuzz/<Target>/: commit it (nothing in .gitignore covers
+# testdata/fuzz) so that it runs as seed corpus in every plain `go test` too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+FUZZTIME="${1:-2s}"
+
+# package                                   target
+TARGETS="
+./internal/reach/                           FuzzCheck
+./internal/controller/configrollout/        FuzzHashDeterministic
+./internal/controller/configrollout/        FuzzHashSeparates
+./internal/controller/configrollout/        FuzzReferences
+./internal/controller/copyrule/             FuzzSelectTargets
+./internal/controller/copyrule/             FuzzCopyContent
+./internal/controller/chaosagent/           FuzzQuietWindow
+./internal/controller/chaosagent/           FuzzSelector
+./internal/controller/chaosagent/           FuzzCompile
+./internal/controller/chaosagent/           FuzzExcluded
+./internal/controller/immortalcontainer/    FuzzRestartDelay
+./internal/function/                        FuzzDuration
+./internal/function/                        FuzzNames
+"
+
+failed=0
+while read -r pkg target; do
+	[[ -z "$pkg" ]] && continue
+	echo "fuzz: $target ($pkg, $FUZZTIME)"
+	for attempt in 1 2; do
+		if out=$(go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" 2>&1); then
+			break
+		fi
+		# On a loaded machine the fuzzing engine can run out of its time while
+		# still gathering baseline coverage and report "context deadline
+		# exceeded" without having found anything: try once more. A real
+		# failure writes its input to testdata/fuzz and is never retried.
+		if [[ $attempt == 1 && "$out" == *"context deadline exceeded"* && "$out" != *"Failing input written to"* ]]; then
+			echo "fuzz: $target ran out of time before fuzzing; retrying"
+			continue
+		fi
+		echo "$out"
+		failed=1
+		break
+	done
+done <<<"$TARGETS"
+
+# Every Fuzz function in the repository must be in the list above.
+missing=$(comm -13 <(echo "$TARGETS" | awk 'NF == 2 { print $2 }' | sort) \
+	<(grep -rhoE '^func Fuzz[A-Za-z0-9_]+' --include='*_test.go' internal cmd hack test 2>/dev/null | sed 's/^func //' | sort -u))
+if [[ -n "$missing" ]]; then
+	echo "fuzz: targets missing from hack/fuzz.sh: $missing"
+	failed=1
+fi
+exit "$failed"

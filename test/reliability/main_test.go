@@ -1,0 +1,74 @@
+// Package reliability tests how the provider meets bad input: specs the API
+// server must refuse, runtime problems it must report without crashing or
+// retrying in a storm, and Secrets whose bytes must never leave the objects
+// they live in. It runs against a real API server with the controllers
+// in-process, as test/integration does.
+package reliability
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+var env *testenv.Env
+
+// logs holds everything the provider logged, at debug level.
+var logs = &syncBuffer{}
+
+// poll is far longer than any test: whatever a test sees happen, a watch (or
+// a retry after an error) made happen.
+const poll = time.Hour
+
+// wait is how long a test waits for the provider to react, generous for a
+// loaded machine.
+const wait = 60 * time.Second
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		var err error
+		if env, err = testenv.Start(true); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer env.Stop() //nolint:errcheck // Best effort at exit.
+		if _, err := testenv.ApplyFile(context.Background(), env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		env.Log = logs
+		if _, err := env.RunProvider(ctx, poll); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+// A syncBuffer is a bytes.Buffer that the provider's goroutines may write to
+// while a test reads it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
