@@ -56,6 +56,11 @@ type Env struct {
 	// Requests records the writes of the provider started by RunProvider to
 	// the clusters its managed resources act on.
 	Requests *RequestLog
+
+	// ProviderConfig, when set, is the config the provider started by
+	// RunProvider authenticates with instead of Config's admin: an identity
+	// bound to the provider's RBAC, to show that RBAC is enough.
+	ProviderConfig *rest.Config
 }
 
 // RepoRoot is the root of this repository.
@@ -169,7 +174,11 @@ func (e *Env) RunProvider(ctx context.Context, poll time.Duration) (*target.Reso
 
 // RunProviderAtRate is RunProvider with cmd/provider's --max-reconcile-rate.
 func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate int) (*target.Resolver, error) {
-	limited := ratelimiter.LimitRESTConfig(e.Config, rate)
+	base := e.Config
+	if e.ProviderConfig != nil {
+		base = e.ProviderConfig
+	}
+	limited := ratelimiter.LimitRESTConfig(base, rate)
 	mgr, err := ctrl.NewManager(limited, ctrl.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -194,7 +203,7 @@ func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate in
 	}
 	o.Features.Enable(feature.EnableBetaManagementPolicies)
 	e.Requests = &RequestLog{}
-	logged := rest.CopyConfig(e.Config)
+	logged := rest.CopyConfig(base)
 	logged.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.Requests, next: rt} })
 	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), logged, e.Scheme,
 		target.WithProviderNamespace(ProviderNamespace), target.WithClientRate(limited.QPS, limited.Burst))
