@@ -62,7 +62,7 @@ func envDrifted(want, got []corev1.EnvVar, owned map[string]bool) bool {
 	wanted := make(map[string]bool, len(want))
 	for _, w := range want {
 		wanted[w.Name] = true
-		if g, ok := have[w.Name]; !ok || !equality.Semantic.DeepEqual(g, w) {
+		if g, ok := have[w.Name]; !ok || !equality.Semantic.DeepEqual(g, defaulted(w)) {
 			return true
 		}
 	}
@@ -72,6 +72,16 @@ func envDrifted(want, got []corev1.EnvVar, owned map[string]bool) bool {
 		}
 	}
 	return false
+}
+
+// defaulted is w as the API server stores it: a fieldRef without apiVersion
+// gets v1, which is no drift.
+func defaulted(w corev1.EnvVar) corev1.EnvVar {
+	if w.ValueFrom != nil && w.ValueFrom.FieldRef != nil && w.ValueFrom.FieldRef.APIVersion == "" {
+		w.ValueFrom = w.ValueFrom.DeepCopy()
+		w.ValueFrom.FieldRef.APIVersion = "v1"
+	}
+	return w
 }
 
 // ownedEnv names the variables of the app container that the provider's

@@ -161,6 +161,20 @@ func TestDeploymentDrifted(t *testing.T) {
 		"Missing":   {reason: "A missing variable is drift.", env: []corev1.EnvVar{{Name: "X", Value: "1"}}, want: true},
 		"NoneAtAll": {reason: "No variables at all is drift.", env: nil, want: true},
 	}
+	// The API server fills in a fieldRef's apiVersion: not drift.
+	byRef := desiredDeployment(ab(func(a *v1alpha1.AppBundle) {
+		a.Spec.ForProvider.Port = ptr.To[int32](80)
+		a.Spec.ForProvider.Env = []corev1.EnvVar{{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+	}), true)
+	stored := live(func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}}
+	})
+	if deploymentDrifted(byRef, stored) {
+		t.Errorf("a fieldRef whose apiVersion the API server defaulted is reported as drift")
+	}
+	if byRef.Spec.Template.Spec.Containers[0].Env[0].ValueFrom.FieldRef.APIVersion != "" {
+		t.Errorf("deploymentDrifted changed the desired Deployment")
+	}
 	for name, tc := range envCases {
 		t.Run("Env"+name, func(t *testing.T) {
 			got := live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env = tc.env })

@@ -234,7 +234,12 @@ func TestFightOverBundleDeployment(t *testing.T) {
 	ab := &workloadv1alpha1.AppBundle{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 		Spec: workloadv1alpha1.AppBundleSpec{ForProvider: workloadv1alpha1.AppBundleParameters{
-			Image: "nginx:1.21", Env: []corev1.EnvVar{{Name: "MODE", Value: "prod"}},
+			Image: "nginx:1.21",
+			Env: []corev1.EnvVar{
+				{Name: "MODE", Value: "prod"},
+				// The API server fills in the fieldRef's apiVersion: that is no drift either.
+				{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			},
 		}},
 	}
 	create(t, ab)
