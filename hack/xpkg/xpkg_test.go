@@ -440,18 +440,21 @@ func TestProviderRBAC(t *testing.T) {
 	all := []string{"get", "list", "watch", "create", "update", "patch", "delete"}
 	read := []string{"get", "list", "watch"}
 	want := []rbacv1.PolicyRule{
-		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: all},
+		// CopyRule (no patch: copies are created, updated, deleted), ChaosAgent's ipsum and backups.
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: read},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
-		{APIGroups: []string{""}, Resources: []string{"services", "persistentvolumeclaims"}, Verbs: all},
+		// AppBundle: server-side apply (patch, and create when it creates) and delete; never update.
+		{APIGroups: []string{""}, Resources: []string{"services", "persistentvolumeclaims"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: all},
-		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets", "daemonsets"}, Verbs: []string{"get", "list", "watch", "update", "patch"}},
-		{APIGroups: []string{"apps"}, Resources: []string{"deployments/scale"}, Verbs: []string{"get", "update", "patch"}},
-		{APIGroups: []string{"policy"}, Resources: []string{"poddisruptionbudgets"}, Verbs: read},
-		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: read},
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: all},
+		// ConfigRollout only applies and merge-patches workloads it does not own.
+		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets", "daemonsets"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		// AppBundle gets one StorageClass by name, never lists.
+		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get"}},
+		// Leader election reads, creates and renews its Lease.
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
 	}
 	if diff := cmp.Diff(want, role.Rules); diff != "" {
 		t.Errorf("ClusterRole rules: -want, +got:\n%s", diff)

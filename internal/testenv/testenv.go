@@ -65,6 +65,11 @@ type Env struct {
 	// Log, when set before RunProvider, receives the provider's logs at debug
 	// level (as TESTENV_DEBUG shows them), for tests that inspect them.
 	Log io.Writer
+
+	// ProviderConfig, when set, is the config the provider started by
+	// RunProvider authenticates with instead of Config's admin: an identity
+	// bound to the provider's RBAC, to show that RBAC is enough.
+	ProviderConfig *rest.Config
 }
 
 // RepoRoot is the root of this repository.
@@ -178,7 +183,11 @@ func (e *Env) RunProvider(ctx context.Context, poll time.Duration) (*target.Reso
 
 // RunProviderAtRate is RunProvider with cmd/provider's --max-reconcile-rate.
 func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate int) (*target.Resolver, error) {
-	limited := ratelimiter.LimitRESTConfig(e.Config, rate)
+	base := e.Config
+	if e.ProviderConfig != nil {
+		base = e.ProviderConfig
+	}
+	limited := ratelimiter.LimitRESTConfig(base, rate)
 	e.ManagerWrites = &RequestLog{}
 	limited.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.ManagerWrites, next: rt} })
 	mgr, err := ctrl.NewManager(limited, ctrl.Options{
@@ -212,7 +221,7 @@ func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate in
 	}
 	o.Features.Enable(feature.EnableBetaManagementPolicies)
 	e.Requests = &RequestLog{}
-	logged := rest.CopyConfig(e.Config)
+	logged := rest.CopyConfig(base)
 	logged.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.Requests, next: rt} })
 	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), logged, e.Scheme,
 		target.WithProviderNamespace(ProviderNamespace), target.WithClientRate(limited.QPS, limited.Burst))

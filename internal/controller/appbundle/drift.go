@@ -1,7 +1,9 @@
 package appbundle
 
 import (
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +30,7 @@ func deploymentDrifted(want, got *appsv1.Deployment) bool {
 	if gc == nil {
 		return true
 	}
-	if gc.Image != wc.Image || !equality.Semantic.DeepEqual(nilIfEmpty(gc.Env), nilIfEmpty(wc.Env)) ||
+	if gc.Image != wc.Image || envDrifted(wc.Env, gc.Env, ownedEnv(got)) ||
 		!equality.Semantic.DeepEqual(gc.Resources, wc.Resources) || !portsMatch(wc.Ports, gc.Ports) {
 		return true
 	}
@@ -47,11 +49,74 @@ func container(d *appsv1.Deployment, name string) *corev1.Container {
 	return nil
 }
 
-func nilIfEmpty(e []corev1.EnvVar) []corev1.EnvVar {
-	if len(e) == 0 {
-		return nil
+// envDrifted reports whether got lacks a variable the AppBundle sets, holds
+// one with another value, or still holds one the AppBundle applied before
+// (owned names it) but no longer sets. Variables others added are theirs:
+// server-side apply leaves them in place, so counting them as drift would
+// write on every reconcile and change nothing.
+func envDrifted(want, got []corev1.EnvVar, owned map[string]bool) bool {
+	have := make(map[string]corev1.EnvVar, len(got))
+	for _, e := range got {
+		have[e.Name] = e
 	}
-	return e
+	wanted := make(map[string]bool, len(want))
+	for _, w := range want {
+		wanted[w.Name] = true
+		if g, ok := have[w.Name]; !ok || !equality.Semantic.DeepEqual(g, defaulted(w)) {
+			return true
+		}
+	}
+	for n := range owned {
+		if _, ok := have[n]; ok && !wanted[n] {
+			return true
+		}
+	}
+	return false
+}
+
+// defaulted is w as the API server stores it: a fieldRef without apiVersion
+// gets v1, which is no drift.
+func defaulted(w corev1.EnvVar) corev1.EnvVar {
+	if w.ValueFrom != nil && w.ValueFrom.FieldRef != nil && w.ValueFrom.FieldRef.APIVersion == "" {
+		w.ValueFrom = w.ValueFrom.DeepCopy()
+		w.ValueFrom.FieldRef.APIVersion = "v1"
+	}
+	return w
+}
+
+// ownedEnv names the variables of the app container that the provider's
+// field manager owns in d, as its managed fields record them.
+func ownedEnv(d *appsv1.Deployment) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range d.ManagedFields {
+		if m.Manager != FieldManager || m.FieldsV1 == nil {
+			continue
+		}
+		var f map[string]any
+		if json.Unmarshal(m.FieldsV1.Raw, &f) != nil {
+			continue
+		}
+		env := fieldsAt(f, "f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"`+containerName+`"}`, "f:env")
+		for k := range env {
+			var key struct{ Name string }
+			if rest, ok := strings.CutPrefix(k, "k:"); ok && json.Unmarshal([]byte(rest), &key) == nil && key.Name != "" {
+				out[key.Name] = true
+			}
+		}
+	}
+	return out
+}
+
+// fieldsAt walks a managed fields set down path.
+func fieldsAt(f map[string]any, path ...string) map[string]any {
+	for _, p := range path {
+		next, ok := f[p].(map[string]any)
+		if !ok {
+			return nil
+		}
+		f = next
+	}
+	return f
 }
 
 func portsMatch(want, got []corev1.ContainerPort) bool {

@@ -110,9 +110,17 @@ func TestDeploymentDrifted(t *testing.T) {
 		got    *appsv1.Deployment
 		want   bool
 	}{
-		"Defaulted":     {reason: "Defaults, annotations and replicas set by others are not drift.", got: live(nil), want: false},
-		"Image":         {reason: "Another image is drift.", got: live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "x" }), want: true},
-		"Env":           {reason: "Added env is drift.", got: live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A"}} }), want: true},
+		"Defaulted": {reason: "Defaults, annotations and replicas set by others are not drift.", got: live(nil), want: false},
+		"Image":     {reason: "Another image is drift.", got: live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "x" }), want: true},
+		"EnvAddedByOthers": {reason: "An env var others added is theirs: apply leaves it, so it is not drift.", got: live(func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A"}}
+		}), want: false},
+		"EnvNoLongerWanted": {reason: "An env var the provider applied and no longer wants is drift.", got: live(func(d *appsv1.Deployment) {
+			d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "OLD", Value: "1"}}
+			d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{
+				Raw: []byte(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"OLD\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`),
+			}}}
+		}), want: true},
 		"Port":          {reason: "A changed port is drift.", got: live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort = 81 }), want: true},
 		"Mount":         {reason: "A moved mount is drift.", got: live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].VolumeMounts[0].MountPath = "/x" }), want: true},
 		"Volume":        {reason: "Another claim is drift.", got: live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "x" }), want: true},
@@ -135,5 +143,44 @@ func TestDeploymentDrifted(t *testing.T) {
 	fixed := desiredDeployment(ab(func(a *v1alpha1.AppBundle) { a.Spec.ForProvider.Replicas = ptr.To[int32](2) }), true)
 	if !deploymentDrifted(fixed, live(nil)) {
 		t.Errorf("replicas 4 where the AppBundle wants 2 is not reported as drift")
+	}
+
+	// The variables the AppBundle sets are its own, whatever others add.
+	withEnv := desiredDeployment(ab(func(a *v1alpha1.AppBundle) {
+		a.Spec.ForProvider.Port = ptr.To[int32](80)
+		a.Spec.ForProvider.Env = []corev1.EnvVar{{Name: "MODE", Value: "prod"}}
+	}), true)
+	envCases := map[string]struct {
+		reason string
+		env    []corev1.EnvVar
+		want   bool
+	}{
+		"Same":      {reason: "The wanted variable is not drift.", env: []corev1.EnvVar{{Name: "MODE", Value: "prod"}}, want: false},
+		"OthersToo": {reason: "Another manager's variable next to it is not drift.", env: []corev1.EnvVar{{Name: "X", Value: "1"}, {Name: "MODE", Value: "prod"}}, want: false},
+		"Changed":   {reason: "Another value is drift.", env: []corev1.EnvVar{{Name: "MODE", Value: "dev"}}, want: true},
+		"Missing":   {reason: "A missing variable is drift.", env: []corev1.EnvVar{{Name: "X", Value: "1"}}, want: true},
+		"NoneAtAll": {reason: "No variables at all is drift.", env: nil, want: true},
+	}
+	// The API server fills in a fieldRef's apiVersion: not drift.
+	byRef := desiredDeployment(ab(func(a *v1alpha1.AppBundle) {
+		a.Spec.ForProvider.Port = ptr.To[int32](80)
+		a.Spec.ForProvider.Env = []corev1.EnvVar{{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+	}), true)
+	stored := live(func(d *appsv1.Deployment) {
+		d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}}
+	})
+	if deploymentDrifted(byRef, stored) {
+		t.Errorf("a fieldRef whose apiVersion the API server defaulted is reported as drift")
+	}
+	if byRef.Spec.Template.Spec.Containers[0].Env[0].ValueFrom.FieldRef.APIVersion != "" {
+		t.Errorf("deploymentDrifted changed the desired Deployment")
+	}
+	for name, tc := range envCases {
+		t.Run("Env"+name, func(t *testing.T) {
+			got := live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env = tc.env })
+			if diff := cmp.Diff(tc.want, deploymentDrifted(withEnv, got)); diff != "" {
+				t.Errorf("\n%s\ndeploymentDrifted(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

@@ -1,0 +1,126 @@
+// Package fight tests how the provider behaves when it is not alone: other
+// clients fight it over the objects it manages, and a ChaosAgent runs in a
+// cluster of many namespaces. Each test counts the provider's writes
+// (testenv.RequestLog) against a real API server.
+package fight
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+var env *testenv.Env
+
+// poll is far longer than any test: every write a test sees was caused by a
+// watch event, and every write it counts has a reason.
+const poll = time.Hour
+
+// wait is how long a test waits for the provider to react, generously: the
+// machine may be loaded.
+const wait = 60 * time.Second
+
+// fightConfig is the ClusterProviderConfig of the fight tests: it reaches the
+// fight-* namespaces.
+const fightConfig = "fight"
+
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		var err error
+		if env, err = testenv.Start(true); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer env.Stop() //nolint:errcheck // Best effort at exit.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		if _, err := testenv.ApplyFile(ctx, env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		pc := &v1alpha1.ClusterProviderConfig{
+			ObjectMeta: metav1.ObjectMeta{Name: fightConfig},
+			Spec: v1alpha1.ClusterProviderConfigSpec{
+				Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity},
+				Reach:       &v1alpha1.Reach{Namespaces: []string{"fight-*"}},
+			},
+		}
+		if err := env.Client.Create(ctx, pc); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if _, err := env.RunProvider(ctx, poll); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+func create(t *testing.T, objs ...client.Object) {
+	t.Helper()
+	for _, o := range objs {
+		if err := env.Client.Create(context.Background(), o); err != nil {
+			t.Fatalf("cannot create %T %s: %v", o, o.GetName(), err)
+		}
+	}
+}
+
+// edit is what a second client does: read, change, write back with a plain
+// update under its own field manager, retrying when the provider wrote in
+// between.
+func edit(t *testing.T, o client.Object, mutate func()) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+			return err
+		}
+		mutate()
+		return env.Client.Update(context.Background(), o, client.FieldOwner("fighter"))
+	})
+	if err != nil {
+		t.Fatalf("the fighter cannot update %s: %v", o.GetName(), err)
+	}
+}
+
+// writesSince returns the provider's writes after the first n whose path
+// contains every one of parts.
+func writesSince(n int, parts ...string) []string {
+	all := env.Requests.Writes()
+	var out []string
+	for _, w := range all[n:] {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(w, p)
+		}
+		if all {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// mark is where the request log is now.
+func mark() int { return len(env.Requests.Writes()) }
+
+// quiet observes the provider for a fixed window and fails the test if it
+// writes to a path containing parts: a settled managed resource must not.
+func quiet(t *testing.T, what string, parts ...string) {
+	t.Helper()
+	n := mark()
+	time.Sleep(3 * time.Second) // An observation window, not a wait for something to happen.
+	if w := writesSince(n, parts...); len(w) > 0 {
+		t.Errorf("%s: the provider wrote %d times after the fighter stopped: %v", what, len(w), w)
+	}
+}

@@ -1,0 +1,92 @@
+package leastprivilege
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+// clusterRoles reads the ClusterRoles of a file of this repository.
+func clusterRoles(t *testing.T, file string) []rbacv1.ClusterRole {
+	t.Helper()
+	objs, err := testenv.ReadObjects(filepath.Join(testenv.RepoRoot(), file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []rbacv1.ClusterRole
+	for _, o := range objs {
+		if o.GetKind() != "ClusterRole" {
+			continue
+		}
+		r := rbacv1.ClusterRole{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &r); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestProviderAPIRules checks what examples/provider/rbac.yaml grants beyond
+// cluster/rbac/provider-rbac.yaml (which hack/xpkg checks): the provider's own
+// APIs with only the verbs crossplane-runtime uses on them, and nothing the
+// other file grants, so that no rule has two copies.
+func TestProviderAPIRules(t *testing.T) {
+	roles := clusterRoles(t, filepath.Join("examples", "provider", "rbac.yaml"))
+	if len(roles) != 1 {
+		t.Fatalf("examples/provider/rbac.yaml has %d ClusterRoles, want 1", len(roles))
+	}
+	read := []string{"get", "list", "watch"}
+	mr := []string{"get", "list", "watch", "update"}
+	up := []string{"update"}
+	want := []rbacv1.PolicyRule{
+		{APIGroups: []string{"copy.clusterops.io"}, Resources: []string{"copyrules"}, Verbs: mr},
+		{APIGroups: []string{"copy.clusterops.io"}, Resources: []string{"copyrules/status", "copyrules/finalizers"}, Verbs: up},
+		{APIGroups: []string{"chaos.clusterops.io"}, Resources: []string{"chaosagents"}, Verbs: mr},
+		{APIGroups: []string{"chaos.clusterops.io"}, Resources: []string{"chaosagents/status", "chaosagents/finalizers"}, Verbs: up},
+		{APIGroups: []string{"workload.clusterops.io"}, Resources: []string{"appbundles", "immortalcontainers", "configrollouts"}, Verbs: mr},
+		{APIGroups: []string{"workload.clusterops.io"}, Resources: []string{
+			"appbundles/status", "immortalcontainers/status", "configrollouts/status",
+			"appbundles/finalizers", "immortalcontainers/finalizers", "configrollouts/finalizers",
+		}, Verbs: up},
+		{APIGroups: []string{"clusterops.io"}, Resources: []string{"providerconfigs", "clusterproviderconfigs"}, Verbs: mr},
+		{APIGroups: []string{"clusterops.io"}, Resources: []string{"providerconfigs/status", "clusterproviderconfigs/status"}, Verbs: up},
+		{APIGroups: []string{"clusterops.io"}, Resources: []string{"providerconfigusages"}, Verbs: []string{"get", "list", "watch", "create", "update"}},
+		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: read},
+	}
+	if diff := cmp.Diff(want, roles[0].Rules); diff != "" {
+		t.Errorf("ClusterRole rules: -want, +got:\n%s", diff)
+	}
+
+	granted := map[string]bool{}
+	for _, r := range clusterRoles(t, filepath.Join("cluster", "rbac", "provider-rbac.yaml")) {
+		for _, rule := range r.Rules {
+			for _, g := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					granted[g+"/"+res] = true
+				}
+			}
+		}
+	}
+	for _, rule := range roles[0].Rules {
+		for _, s := range slices.Concat(rule.APIGroups, rule.Resources, rule.Verbs, rule.ResourceNames, rule.NonResourceURLs) {
+			if strings.Contains(s, "*") {
+				t.Errorf("rule %+v has wildcard %q", rule, s)
+			}
+		}
+		for _, g := range rule.APIGroups {
+			for _, res := range rule.Resources {
+				if granted[g+"/"+res] {
+					t.Errorf("%s %s is granted by both files: keep its rule in cluster/rbac/provider-rbac.yaml only", g, res)
+				}
+			}
+		}
+	}
+}
