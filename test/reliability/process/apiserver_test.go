@@ -99,9 +99,9 @@ func TestProviderRecoversFromAPIServerRestart(t *testing.T) {
 		acted  func(ctx context.Context) (bool, error)
 	}
 	var podUID, appUID types.UID
-	var rounds int64
-	// n counts the rounds of changes; the ConfigRollout rolled once more when
-	// it was created.
+	var rounds, rolls int64
+	var rollHash string
+	// n counts the rounds of changes.
 	n := 0
 	checks := func() []check {
 		n++
@@ -154,8 +154,9 @@ func TestProviderRecoversFromAPIServerRestart(t *testing.T) {
 						return false, err
 					}
 					o := rollout.Status.AtProvider
-					// The status hash follows the ConfigMap; the Deployment carries it.
-					return len(o.Sources) == 1 && o.Rollouts == int64(n)+1 && d.Spec.Template.Annotations[configrollout.AnnotationHash] == o.Hash, nil
+					// The status hash follows the ConfigMap; the Deployment carries
+					// it, rolled once.
+					return o.Hash != rollHash && o.Rollouts == rolls+1 && d.Spec.Template.Annotations[configrollout.AnnotationHash] == o.Hash, nil
 				},
 			},
 			{
@@ -184,9 +185,14 @@ func TestProviderRecoversFromAPIServerRestart(t *testing.T) {
 			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(rollout), rollout); err != nil {
 				return false, err
 			}
-			podUID, appUID, rounds = pod.UID, d.UID, agent.Status.AtProvider.RoundsRun
-			if rounds == 0 || rollout.Status.AtProvider.Rollouts != int64(n)+1 {
-				return false, errors.Errorf("agent rounds %d; rollout status %+v, conditions %+v", rounds, rollout.Status.AtProvider, rollout.Status.Conditions)
+			rolledNow := &appsv1.Deployment{}
+			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(rolledDeploy), rolledNow); err != nil {
+				return false, err
+			}
+			o := rollout.Status.AtProvider
+			podUID, appUID, rounds, rolls, rollHash = pod.UID, d.UID, agent.Status.AtProvider.RoundsRun, o.Rollouts, o.Hash
+			if rounds == 0 || o.Hash == "" || rolledNow.Spec.Template.Annotations[configrollout.AnnotationHash] != o.Hash {
+				return false, errors.Errorf("agent rounds %d; rollout status %+v, conditions %+v", rounds, o, rollout.Status.Conditions)
 			}
 			return true, nil
 		})
