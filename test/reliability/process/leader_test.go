@@ -143,8 +143,8 @@ func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
 	}
 
 	gen := rolled(-1)
-	// The first rollout, on the ConfigRollout's creation, is sometimes not
-	// counted (its status write is lost); the changes below count from here.
+	// The first rollout is on the ConfigRollout's creation
+	// (TestFirstRolloutCountedOnce checks it); the changes below count from here.
 	r0 := rollout.Status.AtProvider.Rollouts
 	var before string
 	eventually(t, takeover, "the agent's first round", func(ctx context.Context) (bool, error) {
