@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -54,6 +55,9 @@ type options struct {
 	metricsAddr              string
 	healthAddr               string
 	pprofAddr                string
+	leaseDuration            time.Duration
+	renewDeadline            time.Duration
+	retryPeriod              time.Duration
 }
 
 func parse(args []string) (options, error) {
@@ -73,11 +77,20 @@ func parse(args []string) (options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "Address of the Go profiler's /debug/pprof endpoints; 0 disables them.")
+	// How fast a replica takes over from a leader that died without releasing
+	// its lease; the defaults suit a production cluster, tests shorten them.
+	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 60*time.Second, "How long a leader's lease lasts without renewal: the longest a replica waits to take over from a leader that died.")
+	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 50*time.Second, "How long the leader keeps trying to renew its lease before it gives up leading (and exits).")
+	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the lease.")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if o.poll <= 0 || o.sync <= 0 || o.maxReconcileRate <= 0 {
 		return o, errors.New("--poll, --sync and --max-reconcile-rate must be positive")
+	}
+	// client-go refuses these only once the election starts; say so at once.
+	if o.retryPeriod <= 0 || o.renewDeadline <= time.Duration(leaderelection.JitterFactor*float64(o.retryPeriod)) || o.leaseDuration <= o.renewDeadline {
+		return o, errors.New("leader election needs --leader-election-lease-duration > --leader-election-renew-deadline > 1.2 × --leader-election-retry-period > 0")
 	}
 	return o, nil
 }
@@ -150,8 +163,9 @@ func run(o options) error {
 		LeaderElectionID:           "provider-clusterops",
 		LeaderElectionNamespace:    o.namespace,
 		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
-		LeaseDuration:              ptr(60 * time.Second),
-		RenewDeadline:              ptr(50 * time.Second),
+		LeaseDuration:              &o.leaseDuration,
+		RenewDeadline:              &o.renewDeadline,
+		RetryPeriod:                &o.retryPeriod,
 	})
 	if err != nil {
 		return errors.Wrap(err, "cannot create controller manager")
@@ -206,8 +220,6 @@ func run(o options) error {
 	}
 	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "cannot run controller manager")
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // ownedBy selects objects that carry the label key.
 func ownedBy(key string) (labels.Selector, error) {

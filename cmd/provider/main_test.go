@@ -11,6 +11,7 @@ func TestParse(t *testing.T) {
 	defaults := options{
 		poll: 10 * time.Minute, sync: time.Hour, maxReconcileRate: 100, enableManagementPolicies: true,
 		safeStart: true, namespace: "crossplane-system", metricsAddr: ":8080", healthAddr: ":8081", pprofAddr: "0",
+		leaseDuration: time.Minute, renewDeadline: 50 * time.Second, retryPeriod: 2 * time.Second,
 	}
 	type want struct {
 		o   options
@@ -28,9 +29,27 @@ func TestParse(t *testing.T) {
 		"AllFlags": {
 			reason: "Every flag is read.",
 			args: []string{"--debug", "--poll=30s", "--sync=2h", "--max-reconcile-rate=50", "--leader-election",
-				"--enable-management-policies=false", "--safe-start=false", "--namespace=ops", "--metrics-bind-address=:9090", "--health-probe-bind-address=0", "--pprof-bind-address=127.0.0.1:6060"},
+				"--enable-management-policies=false", "--safe-start=false", "--namespace=ops", "--metrics-bind-address=:9090", "--health-probe-bind-address=0", "--pprof-bind-address=127.0.0.1:6060",
+				"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s"},
 			want: want{o: options{debug: true, poll: 30 * time.Second, sync: 2 * time.Hour, maxReconcileRate: 50, leaderElection: true,
-				namespace: "ops", metricsAddr: ":9090", healthAddr: "0", pprofAddr: "127.0.0.1:6060"}},
+				namespace: "ops", metricsAddr: ":9090", healthAddr: "0", pprofAddr: "127.0.0.1:6060",
+				leaseDuration: 8 * time.Second, renewDeadline: 6 * time.Second, retryPeriod: time.Second}},
+		},
+		"RenewDeadlineNotBelowLease": {
+			reason: "A leader that may renew for as long as its lease lasts can lose the lease while it still acts: refused.",
+			args:   []string{"--leader-election-lease-duration=10s", "--leader-election-renew-deadline=10s"},
+			want: want{o: func() options {
+				o := defaults
+				o.leaseDuration, o.renewDeadline = 10*time.Second, 10*time.Second
+				return o
+			}(),
+				err: "leader election needs --leader-election-lease-duration > --leader-election-renew-deadline > 1.2 × --leader-election-retry-period > 0"},
+		},
+		"RetryPeriodTooLong": {
+			reason: "client-go needs the renew deadline above 1.2 retry periods: refused when parsing, not when the election starts.",
+			args:   []string{"--leader-election-renew-deadline=5s", "--leader-election-retry-period=5s"},
+			want: want{o: func() options { o := defaults; o.renewDeadline, o.retryPeriod = 5*time.Second, 5*time.Second; return o }(),
+				err: "leader election needs --leader-election-lease-duration > --leader-election-renew-deadline > 1.2 × --leader-election-retry-period > 0"},
 		},
 		"ZeroPoll": {
 			reason: "A zero poll interval would poll in a hot loop: refused.",

@@ -70,6 +70,9 @@ type Env struct {
 	// RunProvider authenticates with instead of Config's admin: an identity
 	// bound to the provider's RBAC, to show that RBAC is enough.
 	ProviderConfig *rest.Config
+
+	// certDir holds the serving certificate of a restartable API server.
+	certDir string
 }
 
 // RepoRoot is the root of this repository.
@@ -121,6 +124,12 @@ type Options struct {
 	// CRDDirs are more directories of CRDs to install, such as Crossplane's
 	// own (CrossplaneCRDs).
 	CRDDirs []string
+
+	// Restartable keeps the API server's serving certificate in a directory
+	// of its own for the Env's lifetime, so RestartAPIServer brings it back
+	// on the same port with the same certificate and clients keep trusting it.
+	// (envtest otherwise makes new certificates on every start.)
+	Restartable bool
 }
 
 // StartWith starts an API server with the CRDs o asks for.
@@ -144,16 +153,37 @@ func StartWith(o Options) (*Env, error) {
 	}
 	e.CRDDirectoryPaths = append(e.CRDDirectoryPaths, o.CRDDirs...)
 	e.ErrorIfCRDPathMissing = len(e.CRDDirectoryPaths) > 0
+	certDir := ""
+	if o.Restartable {
+		if certDir, err = os.MkdirTemp("", "testenv-apiserver-"); err != nil {
+			return nil, errors.Wrap(err, "cannot make the API server's certificate directory")
+		}
+		s := e.ControlPlane.GetAPIServer()
+		s.CertDir = certDir
+		// Without it, the API server waits up to its request timeout (60s) on
+		// open watches when it stops; with it, it answers new requests with
+		// 429 Retry-After while in-flight ones drain, then stops within 2s.
+		s.Configure().Set("shutdown-send-retry-after", "true")
+	}
 	cfg, err := e.Start()
 	if err != nil {
+		_ = removeAll(certDir)
 		return nil, errors.Wrap(err, "cannot start envtest")
 	}
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		_ = e.Stop()
+		_ = removeAll(certDir)
 		return nil, errors.Wrap(err, "cannot create client")
 	}
-	return &Env{env: e, Config: cfg, Client: c, Scheme: s}, nil
+	return &Env{env: e, Config: cfg, Client: c, Scheme: s, certDir: certDir}, nil
+}
+
+func removeAll(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	return os.RemoveAll(dir)
 }
 
 // Stop stops the API server.
@@ -161,7 +191,23 @@ func (e *Env) Stop() error {
 	if e.env == nil {
 		return nil
 	}
-	return e.env.Stop()
+	err := e.env.Stop()
+	_ = removeAll(e.certDir)
+	return err
+}
+
+// RestartAPIServer stops the API server and starts it again on the same port,
+// certificate and etcd (the data stays): clients see it go away and come back.
+// The Env must have been started with Options.Restartable.
+func (e *Env) RestartAPIServer() error {
+	if e.certDir == "" {
+		return errors.New("the API server is not restartable: start the Env with Options.Restartable")
+	}
+	s := e.env.ControlPlane.GetAPIServer()
+	if err := s.Stop(); err != nil {
+		return errors.Wrap(err, "cannot stop the API server")
+	}
+	return errors.Wrap(s.Start(), "cannot start the API server again")
 }
 
 // Kubeconfig returns a kubeconfig for an admin user of this API server.

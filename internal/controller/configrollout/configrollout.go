@@ -266,8 +266,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		if rec := recorded[key]; rec != o.Hash && w.carried() == o.Hash && (rec != "" || w.Claim == cr.GetName()) {
 			// A rollout of ours whose status write was lost (a conflict on a stale
 			// read after the workload was patched): record it now, or the counter
-			// and the time would never show it. With no earlier hash on record,
-			// only our claim on the workload says the rollout was ours.
+			// and the time would never show it. When status recorded no hash for
+			// the workload (its first rollout), our claim on it says the hash it
+			// carries is ours: only a rollout writes the claim, and Delete removes
+			// it. A stale read that counts again cannot write: its status update
+			// conflicts.
 			now := metav1.NewTime(e.now())
 			o.Rollouts++
 			last[key] = &now

@@ -1,0 +1,297 @@
+package process
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/controller/copyrule"
+)
+
+const (
+	fanout     = 1000
+	sourceNS   = "team-crash-src"
+	sourceName = "shared"
+	// settle is how long a provider gets to finish its work once it is left
+	// running.
+	settle = 3 * time.Minute
+)
+
+// crashProvider runs the provider the crash test kills: one replica without
+// leader election (a restarted process starts at once), a poll interval far
+// longer than the test, so recovery comes from the restart itself, and a high
+// reconcile rate to keep the test quick.
+func (c *cluster) crashProvider(t *testing.T, n int) *provider {
+	t.Helper()
+	return c.runProvider(t, fmt.Sprintf("crash-%02d", n), "--poll=1h", "--max-reconcile-rate=100")
+}
+
+// A copySet is what the test sees of a rule's copies.
+type copySet struct {
+	// byNamespace are the rule's copies, by namespace.
+	byNamespace map[string][]corev1.ConfigMap
+	// current counts copies with the source's current data.
+	current int
+}
+
+func (c *cluster) copies(ctx context.Context, uid string, data map[string]string) (copySet, error) {
+	l := &corev1.ConfigMapList{}
+	if err := c.Client.List(ctx, l, client.MatchingLabels{copyrule.LabelRuleUID: uid}); err != nil {
+		return copySet{}, err
+	}
+	s := copySet{byNamespace: map[string][]corev1.ConfigMap{}}
+	for _, cm := range l.Items {
+		s.byNamespace[cm.Namespace] = append(s.byNamespace[cm.Namespace], cm)
+		if maps.Equal(cm.Data, data) {
+			s.current++
+		}
+	}
+	return s, nil
+}
+
+// exactly reports how the copies differ from exactly one copy of the source,
+// with its data and labels, in each of want and nowhere else; "" when they
+// do not.
+func (s copySet) exactly(want map[string]bool, src *corev1.ConfigMap) string {
+	var diffs []string
+	for ns := range want {
+		switch cms := s.byNamespace[ns]; {
+		case len(cms) == 0:
+			diffs = append(diffs, "missing in "+ns)
+		case len(cms) > 1:
+			diffs = append(diffs, fmt.Sprintf("%d copies in %s", len(cms), ns))
+		case cms[0].Name != src.Name || !maps.Equal(cms[0].Data, src.Data) || cms[0].Labels["copy"] != src.Labels["copy"]:
+			diffs = append(diffs, fmt.Sprintf("copy %s/%s differs from the source", ns, cms[0].Name))
+		}
+	}
+	for ns, cms := range s.byNamespace {
+		if !want[ns] {
+			diffs = append(diffs, fmt.Sprintf("%d copies left in %s", len(cms), ns))
+		}
+	}
+	if len(diffs) == 0 {
+		return ""
+	}
+	sort.Strings(diffs)
+	return fmt.Sprintf("%d differences, first: %v", len(diffs), diffs[:min(5, len(diffs))])
+}
+
+// TestCopyRuleSurvivesKills fans a CopyRule out to 1,000 namespaces, changes
+// its source, and prunes most of its copies, while its provider is killed
+// with SIGKILL 20 times at random points of the work and restarted at once.
+// Once settled: every intended copy exists once with the source's content,
+// no copy is left where it is no longer wanted, and objects the rule did not
+// create (same-named ConfigMaps in its way, bystanders, the source) are not
+// written at all.
+func TestCopyRuleSurvivesKills(t *testing.T) {
+	c := startCluster(t, false)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)) //nolint:gosec // Random kill points, not cryptography.
+
+	// 1,000 target namespaces; every fifth stays a target after the prune.
+	targets, kept := map[string]bool{}, map[string]bool{}
+	nss := []*corev1.Namespace{{ObjectMeta: metav1.ObjectMeta{Name: sourceNS}}, {ObjectMeta: metav1.ObjectMeta{Name: "team-crash-outside"}}}
+	for i := range fanout {
+		n := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("team-crash-%04d", i), Labels: map[string]string{"fanout": "crash"}}}
+		if i%5 == 0 {
+			n.Labels["keep"] = "true"
+		}
+		nss = append(nss, n)
+	}
+	// Objects the rule must never write: same-named ConfigMaps in its way
+	// (conflictPolicy Skip), unrelated ones among its copies and outside its
+	// targets, and one in the source namespace that it does not select.
+	var untouched []*corev1.ConfigMap
+	for i := range fanout {
+		ns := fmt.Sprintf("team-crash-%04d", i)
+		switch {
+		case i%100 == 0 || i%100 == 7:
+			untouched = append(untouched, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sourceName}, Data: map[string]string{"owner": "someone else"}})
+		case i%50 == 3:
+			untouched = append(untouched, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bystander"}, Data: map[string]string{"owner": "someone else"}})
+			targets[ns], kept[ns] = true, i%5 == 0
+		default:
+			targets[ns], kept[ns] = true, i%5 == 0
+		}
+	}
+	untouched = append(untouched,
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-crash-outside", Name: sourceName}, Data: map[string]string{"owner": "someone else"}},
+		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: sourceNS, Name: "not-selected", Labels: map[string]string{"copy": "no"}}, Data: map[string]string{"k": "v"}})
+	maps.DeleteFunc(kept, func(_ string, k bool) bool { return !k })
+	createAll(t, c, nss)
+	createAll(t, c, untouched)
+
+	src := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: sourceNS, Name: sourceName, Labels: map[string]string{"copy": "yes"}},
+		Data:       map[string]string{"endpoint": "https://registry.example.com", "version": "1"},
+	}
+	if err := c.Client.Create(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+	rule := &copyv1alpha1.CopyRule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: sourceNS, Name: "fanout"},
+		Spec: copyv1alpha1.CopyRuleSpec{ForProvider: copyv1alpha1.CopyRuleParameters{
+			Kind:              copyv1alpha1.KindConfigMap,
+			Selector:          &metav1.LabelSelector{MatchLabels: map[string]string{"copy": "yes"}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fanout": "crash"}},
+			ConflictPolicy:    copyv1alpha1.ConflictSkip,
+			// Fewer parallel writes spread the work over more of the kills.
+			MaxParallelWrites: 4,
+		}},
+	}
+	if err := c.Client.Create(ctx, rule); err != nil {
+		t.Fatal(err)
+	}
+	uid := string(rule.GetUID())
+	t.Logf("%d target namespaces, %d after the prune; %d objects the rule must not write", len(targets), len(kept), len(untouched))
+
+	k := &killer{t: t, c: c, rng: rng}
+	k.p = c.crashProvider(t, 0)
+
+	// Fan out: kills while the copies are created.
+	k.phase("fan-out", 8, len(targets), func(ctx context.Context) (int, error) {
+		s, err := c.copies(ctx, uid, src.Data)
+		return s.current, err
+	})
+	c.settled(t, uid, targets, src)
+
+	// The source changes: kills while the copies are updated.
+	c.Update(t, src, func() { src.Data["version"] = "2" })
+	k.phase("update", 4, len(targets), func(ctx context.Context) (int, error) {
+		s, err := c.copies(ctx, uid, src.Data)
+		return s.current, err
+	})
+	c.settled(t, uid, targets, src)
+
+	// Most namespaces stop being targets: kills while the copies are pruned.
+	c.Update(t, rule, func() { rule.Spec.ForProvider.NamespaceSelector.MatchLabels["keep"] = "true" })
+	k.phase("prune", 8, len(targets)-len(kept), func(ctx context.Context) (int, error) {
+		s, err := c.copies(ctx, uid, src.Data)
+		return len(targets) - len(s.byNamespace), err
+	})
+	c.settled(t, uid, kept, src)
+	if k.kills != 20 {
+		t.Errorf("the provider was killed %d times, want 20", k.kills)
+	}
+
+	for _, o := range untouched {
+		got := &corev1.ConfigMap{}
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(o), got); err != nil {
+			t.Errorf("cannot get %s/%s, which the rule must not touch: %v", o.Namespace, o.Name, err)
+			continue
+		}
+		if got.ResourceVersion != o.ResourceVersion {
+			t.Errorf("%s/%s, which the rule did not create, was written: resourceVersion %s, was %s; labels %v", o.Namespace, o.Name, got.ResourceVersion, o.ResourceVersion, got.Labels)
+		}
+	}
+	// The source was written only by the test.
+	got := &corev1.ConfigMap{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(src), got); err != nil || got.ResourceVersion != src.ResourceVersion {
+		t.Errorf("the source was written by someone else than the test: resourceVersion %s, want %s (%v)", got.ResourceVersion, src.ResourceVersion, err)
+	}
+}
+
+// createAll creates objects, 16 at a time.
+func createAll[T client.Object](t *testing.T, c *cluster, objs []T) {
+	t.Helper()
+	errs := make([]error, len(objs))
+	workqueue.ParallelizeUntil(context.Background(), 16, len(objs), func(i int) {
+		errs[i] = c.Client.Create(context.Background(), objs[i])
+	})
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// settled waits until the rule's copies are exactly one in each of want with
+// the source's content, and its status says so.
+func (c *cluster) settled(t *testing.T, uid string, want map[string]bool, src *corev1.ConfigMap) {
+	t.Helper()
+	start := time.Now()
+	eventually(t, settle, fmt.Sprintf("exactly one copy of the source in each of %d namespaces", len(want)), func(ctx context.Context) (bool, error) {
+		s, err := c.copies(ctx, uid, src.Data)
+		if err != nil {
+			return false, err
+		}
+		if d := s.exactly(want, src); d != "" {
+			return false, errors.New(d)
+		}
+		return true, nil
+	})
+	rule := &copyv1alpha1.CopyRule{}
+	eventually(t, settle, "the rule's status to count the copies in sync", func(ctx context.Context) (bool, error) {
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: sourceNS, Name: "fanout"}, rule); err != nil {
+			return false, err
+		}
+		if o := rule.Status.AtProvider; o.CopiesInSync != int32(len(want)) { //nolint:gosec // At most 1,000.
+			return false, errors.Errorf("status says %d copies in sync, %d skipped, problems %d+%d", o.CopiesInSync, o.Skipped, len(o.Problems), o.MoreProblems)
+		}
+		return true, nil
+	})
+	t.Logf("settled in %s: %d copies", time.Since(start).Round(time.Millisecond), len(want))
+}
+
+// A killer kills the provider at random points of its work and starts it
+// again at once.
+type killer struct {
+	t     *testing.T
+	c     *cluster
+	rng   *rand.Rand
+	p     *provider
+	kills int
+}
+
+// phase kills the provider n times while work units get done: each time
+// progress (units done so far) first reaches one of n random points, and the
+// running process has done some of the work itself (several points can fall
+// between two observations); should the work be done before, at a random
+// time after a start instead.
+func (k *killer) phase(name string, n, work int, progress func(ctx context.Context) (int, error)) {
+	k.t.Helper()
+	at := make([]int, n)
+	for i := range at {
+		at[i] = 1 + k.rng.IntN(max(work-1, 1))
+	}
+	slices.Sort(at)
+	base := -1
+	for _, point := range at {
+		var done int
+		eventually(k.t, settle, fmt.Sprintf("%s: %d of %d done", name, point, work), func(ctx context.Context) (bool, error) {
+			var err error
+			done, err = progress(ctx)
+			if base < 0 && err == nil {
+				base = done
+			}
+			return (done >= point && done > base) || done >= work || !k.p.Running(), err
+		})
+		if !k.p.Running() {
+			k.t.Fatalf("provider %s exited by itself: %v", k.p.name, k.p.ExitErr())
+		}
+		// The kill point is random; waiting out the time until it comes is
+		// not an assertion.
+		jitter := time.Duration(k.rng.IntN(100)) * time.Millisecond
+		if done >= work {
+			// Already done: kill it while it starts and resyncs instead.
+			jitter = time.Duration(200+k.rng.IntN(1300)) * time.Millisecond
+		}
+		time.Sleep(jitter)
+		k.p.Kill()
+		k.kills++
+		k.t.Logf("%s: killed provider %s after %d of %d", name, k.p.name, done, work)
+		k.p = k.c.crashProvider(k.t, k.kills)
+		base = done
+	}
+}

@@ -1,0 +1,213 @@
+package process
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+
+	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
+)
+
+// takeover is how long a replica may take to lead once the leader is killed:
+// the lease (8s) runs out, then the next retry (1s) acquires it.
+const takeover = 30 * time.Second
+
+// replica runs one of two provider replicas with leader election, with a
+// lease short enough for a quick takeover.
+func (c *cluster) replica(t *testing.T, name string) *provider {
+	t.Helper()
+	return c.runProvider(t, name, "--leader-election", "--poll=1h", "--max-reconcile-rate=20",
+		"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s")
+}
+
+// waitLeader waits until p leads, by its own metrics, and fails the test if
+// it exits first.
+func waitLeader(t *testing.T, p *provider) {
+	t.Helper()
+	start := time.Now()
+	eventually(t, takeover, "replica "+p.name+" to lead", func(ctx context.Context) (bool, error) {
+		if !p.Running() {
+			t.Fatalf("replica %s exited: %v", p.name, p.ExitErr())
+		}
+		return p.leading(ctx)
+	})
+	t.Logf("replica %s leads after %s", p.name, time.Since(start).Round(time.Millisecond))
+}
+
+func deployment(ns, name string, replicas int32) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
+			},
+		},
+	}
+}
+
+// TestLeaderTakeoverDoesNotRepeatWork runs two replicas with leader election
+// and kills the leader, twice: right after it rolled a ConfigRollout's
+// change, and right as a change is made. Each time the other replica takes
+// over, and the change is rolled exactly once (the Deployment's generation
+// moves once, status counts one rollout), and a ChaosAgent whose next round
+// is an hour away runs no round on the takeover.
+func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
+	c := startCluster(t, false)
+	ctx := context.Background()
+	const ns, chaosNS = "team-leader", "team-leader-chaos"
+	for _, n := range []string{ns, chaosNS} {
+		if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	web := deployment(ns, "web", 1)
+	cfg := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}, Data: map[string]string{"greeting": "hello"}}
+	rollout := &workloadv1alpha1.ConfigRollout{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
+		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "web-config"}},
+			Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}},
+		}},
+	}
+	// The agent doubles its Deployment once an hour, in a namespace of its own
+	// so that its scaling does not move web's generation.
+	victim := deployment(chaosNS, "victim", 1)
+	agent := &chaosv1alpha1.ChaosAgent{
+		ObjectMeta: metav1.ObjectMeta{Namespace: chaosNS, Name: "hourly"},
+		Spec: chaosv1alpha1.ChaosAgentSpec{ForProvider: chaosv1alpha1.ChaosAgentParameters{
+			CancerMode: true, MaxReplicas: 64, Eagerness: 100, Interval: metav1.Duration{Duration: time.Hour}, Seed: ptr.To[int64](1605),
+		}},
+	}
+	for _, o := range []client.Object{web, cfg, rollout, victim, agent} {
+		if err := c.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The first replica leads; the second waits.
+	replicas := []*provider{c.replica(t, "a")}
+	waitLeader(t, replicas[0])
+	replicas = append(replicas, c.replica(t, "b"))
+	leader, follower := replicas[0], replicas[1]
+
+	// rolled waits until web carries the current hash and the rollout has
+	// counted n rollouts in all (any number when n < 0), and returns web's
+	// generation.
+	rolled := func(n int64) int64 {
+		t.Helper()
+		eventually(t, takeover, fmt.Sprintf("rollout %d of web", n), func(ctx context.Context) (bool, error) {
+			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(rollout), rollout); err != nil {
+				return false, err
+			}
+			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(web), web); err != nil {
+				return false, err
+			}
+			o := rollout.Status.AtProvider
+			carried := web.Spec.Template.Annotations[configrollout.AnnotationHash]
+			if (n >= 0 && o.Rollouts != n) || o.Hash == "" || carried != o.Hash {
+				return false, errors.Errorf("status counts %d rollouts, hash %q; web carries %q", o.Rollouts, o.Hash, carried)
+			}
+			return true, nil
+		})
+		return web.Generation
+	}
+	// agentState is what must not change when the agent's next round is an
+	// hour away.
+	agentState := func(ctx context.Context) (string, error) {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(agent), agent); err != nil {
+			return "", err
+		}
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(victim), victim); err != nil {
+			return "", err
+		}
+		o := agent.Status.AtProvider
+		if o.LastRoundTime == nil {
+			return "", errors.New("no round yet")
+		}
+		return fmt.Sprintf("rounds %d, last round %s, scaled %d, victim replicas %d", o.RoundsRun, o.LastRoundTime.UTC().Format(time.RFC3339Nano), o.DeploymentsScaled, *victim.Spec.Replicas), nil
+	}
+
+	gen := rolled(-1)
+	// The first rollout is on the ConfigRollout's creation
+	// (TestFirstRolloutCountedOnce checks it); the changes below count from here.
+	r0 := rollout.Status.AtProvider.Rollouts
+	var before string
+	eventually(t, takeover, "the agent's first round", func(ctx context.Context) (bool, error) {
+		var err error
+		before, err = agentState(ctx)
+		return err == nil && agent.Status.AtProvider.RoundsRun == 1, err
+	})
+	t.Logf("before the takeovers: web generation %d; agent %s", gen, before)
+
+	// unchanged checks, for a while after a takeover, that web rolled exactly
+	// once more and the agent ran no round, once the new leader has looked at
+	// the agent.
+	chaosController := managed.ControllerName(chaosv1alpha1.ChaosAgentGroupKind)
+	unchanged := func(p *provider, n, gen int64) {
+		t.Helper()
+		eventually(t, takeover, "the new leader to reconcile the agent", func(ctx context.Context) (bool, error) {
+			r, err := p.reconciles(ctx, chaosController)
+			return r > 0, err
+		})
+		stays(t, 5*time.Second, fmt.Sprintf("one rollout per change (%d in all, web generation %d) and no extra chaos round (%s)", n, gen, before), func(ctx context.Context) (bool, error) {
+			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(rollout), rollout); err != nil {
+				return false, err
+			}
+			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(web), web); err != nil {
+				return false, err
+			}
+			s, err := agentState(ctx)
+			if err != nil {
+				return false, err
+			}
+			if rollout.Status.AtProvider.Rollouts != n || web.Generation != gen || s != before {
+				return false, errors.Errorf("%d rollouts, web generation %d, agent %s", rollout.Status.AtProvider.Rollouts, web.Generation, s)
+			}
+			return true, nil
+		})
+	}
+
+	// 1. The leader is killed right after it rolls a change.
+	c.Update(t, cfg, func() { cfg.Data["greeting"] = "bonjour" })
+	eventually(t, takeover, "the leader to roll web", func(ctx context.Context) (bool, error) {
+		err := c.Client.Get(ctx, client.ObjectKeyFromObject(web), web)
+		return web.Generation > gen, err
+	})
+	leader.Kill()
+	t.Logf("killed leader %s right after it rolled web to generation %d", leader.name, web.Generation)
+	waitLeader(t, follower)
+	if rolled(r0+1) != gen+1 {
+		t.Fatalf("web generation %d after one change, want %d: rolled more than once", web.Generation, gen+1)
+	}
+	unchanged(follower, r0+1, gen+1)
+	// The killed replica comes back, as its Deployment would start it again,
+	// and waits for the lease.
+	restarted := c.replica(t, "a2")
+
+	// 2. The leader is killed as a change is made: whichever replica rolls it,
+	// it is rolled once.
+	leader, follower = follower, restarted
+	c.Update(t, cfg, func() { cfg.Data["greeting"] = "hallo" })
+	leader.Kill()
+	t.Logf("killed leader %s as web's configuration changed", leader.name)
+	waitLeader(t, follower)
+	if rolled(r0+2) != gen+2 {
+		t.Fatalf("web generation %d after two changes, want %d: rolled more than once", web.Generation, gen+2)
+	}
+	unchanged(follower, r0+2, gen+2)
+}

@@ -1,0 +1,192 @@
+// Package process tests what the provider guarantees when its process, its
+// API server or its leader dies: the provider runs as a real OS process (built
+// from cmd/provider), killed with SIGKILL and run as two replicas, against a
+// real API server and etcd (envtest) with the provider's CRDs.
+package process
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+// providerNamespace is the provider's own namespace: the lease lives there.
+const providerNamespace = "crossplane-system"
+
+// providerBin is cmd/provider, built once for the package.
+var providerBin string
+
+func TestMain(m *testing.M) {
+	// envtest logs through controller-runtime; the provider processes log to
+	// files of their own.
+	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "reliability-process-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir) //nolint:errcheck // Best effort at exit.
+		if providerBin, err = testenv.BuildProvider(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return m.Run()
+	}())
+}
+
+// A cluster is an API server of a test's own, with the provider's CRDs, its
+// namespace and the example default ClusterProviderConfig (reach: team-* and
+// namespaces labelled clusterops.io/reachable=true).
+type cluster struct {
+	*testenv.Env
+	kubeconfig string
+	logs       string
+}
+
+func startCluster(t *testing.T, restartable bool) *cluster {
+	t.Helper()
+	env, err := testenv.StartWith(testenv.Options{ProviderCRDs: true, Restartable: restartable})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	dir := t.TempDir()
+	kc, err := env.WriteKubeconfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: providerNamespace}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := testenv.ApplyFile(ctx, env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	return &cluster{Env: env, kubeconfig: kc, logs: dir}
+}
+
+// A provider is one provider process.
+type provider struct {
+	*testenv.Process
+	name    string
+	metrics int
+}
+
+// runProvider starts the provider binary against the cluster with args added
+// to its namespace and endpoints, and kills it when the test ends. When the
+// test fails, the end of its log is shown.
+func (c *cluster) runProvider(t *testing.T, name string, args ...string) *provider {
+	t.Helper()
+	metrics, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	health, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	args = append([]string{
+		"--namespace=" + providerNamespace,
+		"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
+		"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(health),
+	}, args...)
+	if os.Getenv("TESTENV_DEBUG") != "" {
+		args = append(args, "--debug")
+	}
+	p, err := testenv.StartProcess(filepath.Join(c.logs, name+".log"), providerBin, args, "KUBECONFIG="+c.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		p.Kill()
+		if t.Failed() {
+			t.Logf("last lines of provider %s (pid %d, %v):\n%s", name, p.Pid(), p.ExitErr(), p.LogTail(30))
+		}
+	})
+	return &provider{Process: p, name: name, metrics: metrics}
+}
+
+// metric returns the value of the first sample of the provider's metrics whose
+// line starts with prefix (a name and labels), and whether there is one.
+func (p *provider) metric(ctx context.Context, prefix string) (float64, bool, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", p.metrics), nil)
+	if err != nil {
+		return 0, false, err
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, false, err
+	}
+	defer res.Body.Close() //nolint:errcheck // Read only.
+	s := bufio.NewScanner(res.Body)
+	s.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for s.Scan() {
+		l := s.Text()
+		if !strings.HasPrefix(l, prefix) {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(l[strings.LastIndex(l, " ")+1:]), 64)
+		return v, err == nil, err
+	}
+	return 0, false, s.Err()
+}
+
+// leading reports whether the provider holds the lease, by its own account.
+func (p *provider) leading(ctx context.Context) (bool, error) {
+	v, ok, err := p.metric(ctx, `leader_election_master_status{name="provider-clusterops"}`)
+	return ok && v == 1, err
+}
+
+// reconciles counts the provider's reconciles of one controller, by outcome.
+func (p *provider) reconciles(ctx context.Context, controller string) (float64, error) {
+	var total float64
+	for _, r := range []string{"success", "error", "requeue", "requeue_after"} {
+		v, _, err := p.metric(ctx, fmt.Sprintf(`controller_runtime_reconcile_total{controller=%q,result=%q}`, controller, r))
+		if err != nil {
+			return 0, err
+		}
+		total += v
+	}
+	return total, nil
+}
+
+// eventually is testenv.Eventually with a clearer name at call sites that
+// wait for the provider.
+var eventually = testenv.Eventually
+
+// stays polls cond every 100ms for d and fails the test the first time it
+// does not hold: what must not happen does not happen for a while.
+func stays(t *testing.T, d time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
+	var broken error
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, d, true, func(context.Context) (bool, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		ok, err := cond(ctx)
+		if err != nil || !ok {
+			broken = fmt.Errorf("%w (holds: %t)", err, ok)
+			return true, nil
+		}
+		return false, nil
+	})
+	if broken != nil || !wait.Interrupted(err) {
+		t.Fatalf("%s no longer holds: %v", what, broken)
+	}
+}
