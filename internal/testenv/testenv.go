@@ -391,3 +391,35 @@ func (e *Env) StartProvider(ctx context.Context, poll time.Duration, rate int) e
 	_, err := e.RunProviderAtRate(ctx, poll, rate)
 	return err
 }
+
+// Main is the TestMain of a package of integration tests: it starts an API
+// server with the provider's CRDs and the example default
+// ClusterProviderConfig, lets prepare set up what the package needs (set is
+// handed the Env first), runs the provider's controllers with the poll
+// interval, then the tests. It returns the exit code.
+func Main(m *testing.M, poll time.Duration, set func(*Env), prepare func(ctx context.Context) error) int {
+	e, err := Start(true)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer e.Stop() //nolint:errcheck // Best effort at exit.
+	set(e)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := ApplyFile(ctx, e.Client, filepath.Join(RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if prepare != nil {
+		if err := prepare(ctx); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+	if _, err := e.RunProvider(ctx, poll); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}

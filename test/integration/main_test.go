@@ -3,10 +3,7 @@
 package integration
 
 import (
-	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -22,24 +19,6 @@ const poll = time.Hour
 const wait = 30 * time.Second
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		var err error
-		if env, err = testenv.Start(true); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer env.Stop() //nolint:errcheck // Best effort at exit.
-		// The default ClusterProviderConfig comes from the example users read.
-		if _, err := testenv.ApplyFile(context.Background(), env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		if _, err := env.RunProvider(ctx, poll); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}())
+	// The default ClusterProviderConfig comes from the example users read.
+	os.Exit(testenv.Main(m, poll, func(e *testenv.Env) { env = e }, nil))
 }

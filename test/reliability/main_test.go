@@ -7,10 +7,7 @@ package reliability
 
 import (
 	"bytes"
-	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -32,26 +29,7 @@ const poll = time.Hour
 const wait = 60 * time.Second
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		var err error
-		if env, err = testenv.Start(true); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer env.Stop() //nolint:errcheck // Best effort at exit.
-		if _, err := testenv.ApplyFile(context.Background(), env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		env.Log = logs
-		if _, err := env.RunProvider(ctx, poll); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}())
+	os.Exit(testenv.Main(m, poll, func(e *testenv.Env) { env, e.Log = e, logs }, nil))
 }
 
 // A syncBuffer is a bytes.Buffer that the provider's goroutines may write to

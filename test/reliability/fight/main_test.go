@@ -6,9 +6,7 @@ package fight
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -36,36 +34,15 @@ const wait = 60 * time.Second
 const fightConfig = "fight"
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		var err error
-		if env, err = testenv.Start(true); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer env.Stop() //nolint:errcheck // Best effort at exit.
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		if _, err := testenv.ApplyFile(ctx, env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		pc := &v1alpha1.ClusterProviderConfig{
+	os.Exit(testenv.Main(m, poll, func(e *testenv.Env) { env = e }, func(ctx context.Context) error {
+		return env.Client.Create(ctx, &v1alpha1.ClusterProviderConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: fightConfig},
 			Spec: v1alpha1.ClusterProviderConfigSpec{
 				Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity},
 				Reach:       &v1alpha1.Reach{Namespaces: []string{"fight-*"}},
 			},
-		}
-		if err := env.Client.Create(ctx, pc); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		if _, err := env.RunProvider(ctx, poll); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}())
+		})
+	}))
 }
 
 func create(t *testing.T, objs ...client.Object) {

@@ -6,7 +6,6 @@ package leastprivilege
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -48,32 +47,18 @@ var rbacFiles = map[string][]string{
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(func() int {
-		var err error
-		if env, err = testenv.Start(true); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer env.Stop() //nolint:errcheck // Best effort at exit.
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
+	os.Exit(testenv.Main(m, poll, func(e *testenv.Env) { env = e }, func(ctx context.Context) error {
 		if err := setup(ctx); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
+			return err
 		}
 		cfg := serviceAccountConfig()
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &refusalTransport{log: forbidden, next: rt} })
 		env.ProviderConfig = cfg
-		if _, err := env.RunProvider(ctx, poll); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		return m.Run()
-	}())
+		return nil
+	}))
 }
 
-// setup applies the shipped RBAC and the default ClusterProviderConfig as an
-// administrator would.
+// setup applies the shipped RBAC as an administrator would.
 func setup(ctx context.Context) error {
 	for f, kinds := range rbacFiles {
 		objs, err := testenv.ReadObjects(filepath.Join(testenv.RepoRoot(), f))
@@ -89,8 +74,7 @@ func setup(ctx context.Context) error {
 			}
 		}
 	}
-	_, err := testenv.ApplyFile(ctx, env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml"))
-	return err
+	return nil
 }
 
 // serviceAccountConfig authenticates as the admin and impersonates the
