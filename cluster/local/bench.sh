@@ -5,13 +5,15 @@
 # default flags); BENCH_COUNT (default 3) repeats the short scenarios, whose table rows give the
 # median and, in brackets, the spread (lowest–highest) over the runs. BENCH_RATE sets the
 # provider's --max-reconcile-rate; BENCH_APPBUNDLES, BENCH_COPY_NAMESPACES, BENCH_IDLE_MRS,
-# BENCH_MEM_SELECTED and BENCH_MEM_UNSELECTED size the scenarios.
+# BENCH_MEM_SELECTED and BENCH_MEM_UNSELECTED size the scenarios. BENCH_SCENARIOS (benchmark names,
+# space-separated) runs only those again and keeps the other results of the last run.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=common.sh
 source "$here/common.sh"
 out="$CACHE_DIR/bench"
-rm -rf "$out" && mkdir -p "$out"
+[[ -n "${BENCH_SCENARIOS:-}" ]] || rm -rf "$out"
+mkdir -p "$out"
 count="${BENCH_COUNT:-3}"
 started=$(date +%s)
 
@@ -26,11 +28,12 @@ export BENCH_PROVIDER="$root/bin/provider"
 go test -tags bench -c -o "$out/bench.test" ./test/bench/
 
 run() { # run <benchmark> <benchtime> <count>
+  [[ -z "${BENCH_SCENARIOS:-}" || " $BENCH_SCENARIOS " == *" $1 "* ]] || return 0
   echo "bench: $1 ($2 × $3)" >&2
   (cd test/bench && "$out/bench.test" -test.run '^$' -test.bench "^$1\$" -test.benchtime "$2" -test.count "$3" -test.timeout 60m) \
     | tee -a "$out/raw.txt" | grep -E "^Benchmark" >"$out/$1.txt" || true
 }
-: >"$out/raw.txt"
+[[ -n "${BENCH_SCENARIOS:-}" ]] || : >"$out/raw.txt"
 run BenchmarkCopyRuleFanOut 1x "$count"
 run BenchmarkCopyRuleNewNamespace 100x "$count"
 run BenchmarkConfigRolloutChangeToTemplate 100x "$count"

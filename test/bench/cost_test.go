@@ -175,54 +175,32 @@ func pv(ns, claim string) *corev1.PersistentVolume {
 // allReady waits until want managed resources in ns, of the kinds with a Ready
 // condition that holds without an action (all but ChaosAgent), are Ready.
 func allReady(ctx context.Context, c client.Client, ns string, want int, timeout time.Duration) error {
-	lists := []interface {
-		client.ObjectList
-		ready() int
-	}{&immortals{}, &bundles{}, &rollouts{}, &copyRules{}}
 	var got int
+	var last error
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		got = 0
-		for _, l := range lists {
-			if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
-				return false, nil //nolint:nilerr // Try again.
+		for _, l := range []client.ObjectList{&workloadv1alpha1.ImmortalContainerList{}, &workloadv1alpha1.AppBundleList{}, &workloadv1alpha1.ConfigRolloutList{}, &copyv1alpha1.CopyRuleList{}} {
+			if last = c.List(ctx, l, client.InNamespace(ns)); last != nil {
+				return false, nil
 			}
-			got += l.ready()
+			items, err := meta.ExtractList(l)
+			if err != nil {
+				return false, err
+			}
+			for _, o := range items {
+				if m, ok := o.(interface {
+					GetCondition(xpv2.ConditionType) xpv2.Condition
+				}); ok && m.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+					got++
+				}
+			}
 		}
 		return got >= want, nil
 	})
 	if err != nil {
-		return fmt.Errorf("%d of %d managed resources Ready: %w", got, want, err)
+		return fmt.Errorf("%d of %d managed resources Ready (last error: %v): %w", got, want, last, err)
 	}
 	return nil
-}
-
-type (
-	immortals struct {
-		workloadv1alpha1.ImmortalContainerList
-	}
-	bundles  struct{ workloadv1alpha1.AppBundleList }
-	rollouts struct {
-		workloadv1alpha1.ConfigRolloutList
-	}
-	copyRules struct{ copyv1alpha1.CopyRuleList }
-)
-
-func (l *immortals) ready() int { return countReady(l.Items) }
-func (l *bundles) ready() int   { return countReady(l.Items) }
-func (l *rollouts) ready() int  { return countReady(l.Items) }
-func (l *copyRules) ready() int { return countReady(l.Items) }
-
-func countReady[T any, P interface {
-	*T
-	GetCondition(xpv2.ConditionType) xpv2.Condition
-}](items []T) int {
-	n := 0
-	for i := range items {
-		if P(&items[i]).GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
-			n++
-		}
-	}
-	return n
 }
 
 // cleanUp deletes every managed resource in the namespaces, waits until the

@@ -1,0 +1,46 @@
+package watchset
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestSlim(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		in     any
+		want   any
+	}{
+		"Metadata": {
+			reason: "Only identity and version are kept of watched metadata.",
+			in: &metav1.PartialObjectMetadata{
+				TypeMeta: metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+				ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "ns", UID: "u", ResourceVersion: "7",
+					Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
+					ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+			},
+			want: &metav1.PartialObjectMetadata{
+				TypeMeta:   metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
+				ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "ns", UID: "u", ResourceVersion: "7"},
+			},
+		},
+		"Other": {
+			reason: "Anything else, such as a deletion marker, passes unchanged.",
+			in:     "tombstone",
+			want:   "tombstone",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := slim(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("\n%s\nslim(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
