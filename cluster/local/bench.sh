@@ -45,12 +45,12 @@ run BenchmarkAppBundlesToReady 1x 1
 # stat <benchmark> <unit> [scale]: the median of the unit's values over the runs, then the spread in
 # brackets when there was more than one run; values are divided by scale.
 stat() {
-  grep -oE "[0-9.e+]+ $2( |$)" "$out/$1.txt" | cut -d' ' -f1 | sort -g | awk -v s="${3:-1}" '
+  { grep -oE "[0-9.e+]+ $2([[:space:]]|$)" "$out/$1.txt" || true; } | cut -d' ' -f1 | sort -g | awk -v s="${3:-1}" '
     { v[NR] = $1 / s }
     END {
       if (NR == 0) { print "n/a"; exit }
       m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-      if (NR == 1) printf "%.3g", m; else printf "%.3g [%.3g–%.3g]", m, v[1], v[NR]
+      if (NR == 1) printf "%.4g", m; else printf "%.4g [%.4g–%.4g]", m, v[1], v[NR]
     }'
 }
 mib=1048576
@@ -66,7 +66,9 @@ rate="${BENCH_RATE:-100 (default)}"
 {
   echo "# Benchmarks"
   echo
-  echo "Written by \`make bench\` ($(date -u +%Y-%m-%d), $(( ($(date +%s) - started) / 60 )) min); raw output, CPU and heap"
+  took="$(( ($(date +%s) - started) / 60 )) min"
+  [[ -z "${BENCH_SCENARIOS:-}" ]] || took="$BENCH_SCENARIOS re-run in $took"
+  echo "Written by \`make bench\` ($(date -u +%Y-%m-%d), $took); raw output, CPU and heap"
   echo "profiles in \`.cache/bench/\`. Measured on the local control plane (kube-apiserver $KUBERNETES_VERSION,"
   echo "etcd $ETCD_VERSION, kwok $KWOK_VERSION fake node) on $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(go version | cut -d' ' -f3). The provider is"
   echo "\`bin/provider\` as its own process with \`--max-reconcile-rate=$rate\`, a fresh one per scenario; the control"
