@@ -6,14 +6,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -25,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
 // identity lets user act as a cluster admin, and gives its requests a
@@ -62,8 +61,7 @@ func identity(ctx context.Context, c client.Client, user string) error {
 
 // providerProcess is cmd/provider running on the host.
 type providerProcess struct {
-	cmd     *exec.Cmd
-	done    chan struct{}
+	*testenv.Process
 	metrics string // base URL of its metrics endpoint
 	pprof   string // base URL of its pprof endpoint
 	Rate    string // its --max-reconcile-rate, or "default"
@@ -80,12 +78,10 @@ func (p *providerProcess) restart(ctx context.Context) (*providerProcess, error)
 func startProvider(ctx context.Context, bin, kubeconfig, rate string) (*providerProcess, error) {
 	ports := make([]int, 3)
 	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		var err error
+		if ports[i], err = testenv.FreePort(); err != nil {
 			return nil, err
 		}
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
 	}
 	args := []string{
 		"--namespace=crossplane-system",
@@ -93,31 +89,22 @@ func startProvider(ctx context.Context, bin, kubeconfig, rate string) (*provider
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", ports[1]),
 		fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", ports[2]),
 	}
-	p := &providerProcess{done: make(chan struct{}), Rate: "default", bin: bin, kubeconfig: kubeconfig, rate: rate,
+	p := &providerProcess{Rate: "default", bin: bin, kubeconfig: kubeconfig, rate: rate,
 		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]),
 		pprof:   fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", ports[2])}
 	if rate != "" {
 		args = append(args, "--max-reconcile-rate="+rate)
 		p.Rate = rate
 	}
-	log, err := os.OpenFile(filepath.Join(os.TempDir(), "bench-provider.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
+	log := filepath.Join(os.TempDir(), "bench-provider.log")
+	var err error
+	if p.Process, err = testenv.StartProcess(log, bin, args, "KUBECONFIG="+kubeconfig); err != nil {
 		return nil, err
 	}
-	p.cmd = exec.Command(bin, args...) //nolint:gosec // The binary make bench built.
-	p.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	p.cmd.Stdout, p.cmd.Stderr = log, log
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := p.cmd.Start(); err != nil {
-		return nil, err
-	}
-	go func() { _ = p.cmd.Wait(); _ = log.Close(); close(p.done) }()
 	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[1])
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		select {
-		case <-p.done:
-			return false, fmt.Errorf("the provider exited; see %s", log.Name())
-		default:
+		if !p.Running() {
+			return false, fmt.Errorf("the provider exited; see %s", log)
 		}
 		r, err := http.Get(ready) //nolint:noctx // Loopback, short.
 		if err != nil {
@@ -127,28 +114,21 @@ func startProvider(ctx context.Context, bin, kubeconfig, rate string) (*provider
 		return r.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
-		p.stop()
+		p.Stop()
 		return nil, err
 	}
 	return p, nil
 }
 
 func (p *providerProcess) stop() {
-	if p == nil {
-		return
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
+	if p != nil {
+		p.Stop()
 	}
 }
 
 // rssBytes is the provider's resident set size.
 func (p *providerProcess) rssBytes() (float64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
 	if err != nil {
 		return 0, err
 	}
@@ -158,7 +138,7 @@ func (p *providerProcess) rssBytes() (float64, error) {
 			return kb * 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", p.cmd.Process.Pid)
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", p.Pid())
 }
 
 // collectGarbage has the provider run a garbage collection (a heap profile
