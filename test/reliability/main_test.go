@@ -6,9 +6,7 @@
 package reliability
 
 import (
-	"bytes"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +16,7 @@ import (
 var env *testenv.Env
 
 // logs holds everything the provider logged, at debug level.
-var logs = &syncBuffer{}
+var logs = &testenv.SyncBuffer{}
 
 // poll is far longer than any test: whatever a test sees happen, a watch (or
 // a retry after an error) made happen.
@@ -30,23 +28,4 @@ const wait = 60 * time.Second
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, poll, func(e *testenv.Env) { env, e.Log = e, logs }, nil))
-}
-
-// A syncBuffer is a bytes.Buffer that the provider's goroutines may write to
-// while a test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -1,13 +1,11 @@
 package leastprivilege
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -18,24 +16,6 @@ import (
 
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
-
-// syncBuffer is a bytes.Buffer a process writes while the test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestBinaryUnderShippedRBAC runs cmd/provider as users run it outside
 // Crossplane, as the ServiceAccount: what the in-process provider skips,
@@ -69,7 +49,7 @@ func TestBinaryUnderShippedRBAC(t *testing.T) {
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	out := &syncBuffer{}
+	out := &testenv.SyncBuffer{}
 	cmd := exec.CommandContext(ctx, bin, "--debug", "--leader-election", "--namespace", saNamespace,
 		"--metrics-bind-address", "0", "--health-probe-bind-address", "0")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
