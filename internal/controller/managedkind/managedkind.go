@@ -75,7 +75,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *
 			}
 		}
 	}
-	mr := managed.NewReconciler(mgr, k.Kind, append(opts, k.Options...)...)
+	mr := managed.NewReconciler(skipUnchangedStatus{mgr}, k.Kind, append(opts, k.Options...)...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).

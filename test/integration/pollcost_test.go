@@ -1,0 +1,106 @@
+package integration
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
+	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+)
+
+// pollCost is what one safety-net poll of a converged managed resource may
+// send: no write, and at most reads requests (watches excluded).
+type pollCost struct {
+	mr    client.Object
+	reads int
+}
+
+// TestPollRoundCost checks what a poll of a converged managed resource of
+// each kind costs the API server. The safety-net poll re-checks every
+// resource; with thousands of them its cost is the provider's idle cost.
+// A label change makes the managed reconciler run once, as a poll does.
+func TestPollRoundCost(t *testing.T) {
+	reachable := map[string]string{"clusterops.io/reachable": "true"}
+	ns := env.Namespace(t, "pollcost", reachable)
+	dst := env.Namespace(t, "pollcost-dst", reachable)
+	zero := int32(0)
+	web := consumer(ns, "web", "conf")
+	web.Spec.Replicas = &zero
+	create(t, configMap(ns, "conf", map[string]string{"k": "v"}, nil), web)
+	costs := []pollCost{
+		{mr: immortal(ns, "immortal"), reads: 0},
+		{mr: bundle(ns, "bundle"), reads: 0},
+		{mr: &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "rollout", Namespace: ns},
+			Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+				ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},
+				Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}},
+			}}}, reads: 0},
+		{mr: &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Name: "copy", Namespace: ns},
+			Spec: copyv1alpha1.CopyRuleSpec{ForProvider: copyv1alpha1.CopyRuleParameters{
+				Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{dst},
+			}}}, reads: 0},
+		{mr: &chaosv1alpha1.ChaosAgent{ObjectMeta: metav1.ObjectMeta{Name: "chaos", Namespace: ns},
+			Spec: chaosv1alpha1.ChaosAgentSpec{ForProvider: chaosv1alpha1.ChaosAgentParameters{
+				TantrumMode: true, PodTolerance: 1000, Eagerness: 1, DryRun: true,
+				Interval: metav1.Duration{Duration: time.Hour},
+			}}}, reads: 0},
+	}
+	for _, c := range costs {
+		create(t, c.mr)
+	}
+	quiet(t)
+	for i, c := range costs {
+		kind := fmt.Sprintf("%T", c.mr)
+		m, r := env.ManagerWrites.Len(), env.Requests.Len()
+		o, _ := c.mr.DeepCopyObject().(client.Object)
+		env.Update(t, o, func() { o.SetLabels(map[string]string{"poked": fmt.Sprint(i)}) })
+		quiet(t)
+		sent := append(env.ManagerWrites.Since(m), env.Requests.Since(r)...)
+		var writes, reads []string
+		for _, s := range sent {
+			switch {
+			case strings.Contains(s, "watch=true"):
+			case strings.HasPrefix(s, "GET "):
+				reads = append(reads, s)
+			default:
+				writes = append(writes, s)
+			}
+		}
+		sort.Strings(reads)
+		t.Logf("%s: %d writes %v, %d reads %v", kind, len(writes), writes, len(reads), reads)
+		if len(writes) > 0 {
+			t.Errorf("%s: a poll of a converged resource wrote %v; want nothing", kind, writes)
+		}
+		if len(reads) > c.reads {
+			t.Errorf("%s: a poll of a converged resource sent %d reads, want at most %d: %v", kind, len(reads), c.reads, reads)
+		}
+	}
+	_ = appsv1.Deployment{}
+	_ = corev1.Pod{}
+}
+
+// quiet waits until the provider has sent nothing for a second.
+func quiet(t *testing.T) {
+	t.Helper()
+	last, since := -1, time.Now()
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		n := env.ManagerWrites.Len() + env.Requests.Len()
+		if n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) > time.Second {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the provider did not settle in %s", wait)
+}
