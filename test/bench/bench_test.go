@@ -20,8 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
@@ -121,20 +119,7 @@ func BenchmarkAppBundlesToReady(b *testing.B) {
 				Spec:       workloadv1alpha1.AppBundleSpec{ForProvider: workloadv1alpha1.AppBundleParameters{Image: "nginx:1.21"}},
 			})
 		})
-		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
-			l := &workloadv1alpha1.AppBundleList{}
-			if err := e.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
-				return false, nil //nolint:nilerr // Try again.
-			}
-			ready := 0
-			for _, ab := range l.Items {
-				if ab.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
-					ready++
-				}
-			}
-			return ready == n, nil
-		})
-		if err != nil {
+		if err := awaitReady(ctx, ns, n, 30*time.Minute, &workloadv1alpha1.AppBundleList{}); err != nil {
 			b.Fatalf("not all %d AppBundles Ready: %v", n, err)
 		}
 		took := time.Since(start)

@@ -69,12 +69,6 @@ type providerProcess struct {
 	bin, kubeconfig, rate string
 }
 
-// restart stops the provider and starts a fresh one with the same flags.
-func (p *providerProcess) restart(ctx context.Context) (*providerProcess, error) {
-	p.stop()
-	return startProvider(ctx, p.bin, p.kubeconfig, p.rate)
-}
-
 func startProvider(ctx context.Context, bin, kubeconfig, rate string) (*providerProcess, error) {
 	ports := make([]int, 3)
 	for i := range ports {
