@@ -5,7 +5,7 @@
 # default flags); BENCH_COUNT (default 3) repeats the short scenarios, whose table rows give the
 # median and, in brackets, the spread (lowest–highest) over the runs. BENCH_RATE sets the
 # provider's --max-reconcile-rate; BENCH_APPBUNDLES, BENCH_COPY_NAMESPACES, BENCH_IDLE_MRS,
-# BENCH_MEM_SELECTED and BENCH_MEM_UNSELECTED size the scenarios. BENCH_SCENARIOS (benchmark names,
+# BENCH_MEM_SELECTED and BENCH_MEM_UNSELECTED size the scenarios; BENCH_PROVIDER_ARGS adds provider flags. BENCH_SCENARIOS (benchmark names,
 # space-separated) runs only those again and keeps the other results of the last run.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

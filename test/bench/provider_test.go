@@ -90,6 +90,8 @@ func startProvider(ctx context.Context, bin, kubeconfig, rate string) (*provider
 		args = append(args, "--max-reconcile-rate="+rate)
 		p.Rate = rate
 	}
+	// BENCH_PROVIDER_ARGS adds flags, such as --debug to see why a run is slow.
+	args = append(args, strings.Fields(os.Getenv("BENCH_PROVIDER_ARGS"))...)
 	log := filepath.Join(os.TempDir(), "bench-provider.log")
 	var err error
 	if p.Process, err = testenv.StartProcess(log, bin, args, "KUBECONFIG="+kubeconfig); err != nil {
