@@ -198,6 +198,14 @@ func fanOutNamespaces(b *testing.B, n int) ([]string, map[string]string, string)
 	return fanOutNSs, sel, cpc
 }
 
+// removeFanOutNamespaces deletes the namespaces fanOutNamespaces made, so that
+// runs against a control plane kept up do not pile them up.
+func removeFanOutNamespaces() {
+	for _, ns := range fanOutNSs {
+		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
+}
+
 // BenchmarkCopyRuleNewNamespace creates b.N namespaces one by one that a
 // CopyRule's namespace selector picks, and measures the time from the create
 // call until the copy exists in the new namespace.

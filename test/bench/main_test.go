@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer prov.stop()
+		defer removeFanOutNamespaces()
 		return m.Run()
 	}())
 }
