@@ -75,7 +75,8 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *
 			}
 		}
 	}
-	mr := managed.NewReconciler(skipUnchangedStatus{mgr}, k.Kind, append(opts, k.Options...)...)
+	cf := &conflicts{}
+	mr := managed.NewReconciler(reconcilerManager{Manager: mgr, conflicts: cf}, k.Kind, append(opts, k.Options...)...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
@@ -85,7 +86,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *
 	if k.Watch != nil {
 		b = k.Watch(b)
 	}
-	var rr reconcile.Reconciler = errors.WithSilentRequeueOnConflict(mr)
+	var rr reconcile.Reconciler = retryConflicts{Reconciler: errors.WithSilentRequeueOnConflict(mr), conflicts: cf}
 	if k.WatchSet != nil {
 		if err := mgr.Add(k.WatchSet); err != nil {
 			return errors.Wrapf(err, "cannot add the watches of %s", k.GroupKind)

@@ -1,0 +1,80 @@
+package managedkind
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+type reconcilerFunc func(context.Context, reconcile.Request) (reconcile.Result, error)
+
+func (f reconcilerFunc) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	return f(ctx, req)
+}
+
+func TestRetryConflicts(t *testing.T) {
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "mr"}}
+	mr := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "mr"}}
+	conflict := kerrors.NewConflict(schema.GroupResource{Resource: "things"}, "mr", errors.New("stale"))
+	failed := errors.New("boom")
+	cases := map[string]struct {
+		reason   string
+		conflict bool
+		res      reconcile.Result
+		err      error
+		want     reconcile.Result
+		wantErr  error
+	}{
+		"ConflictRequeuedSoon": {
+			reason:   "A write that met a newer version is retried after a short fixed delay, not the rate limiter's backoff.",
+			conflict: true, res: reconcile.Result{Requeue: true},
+			want: reconcile.Result{RequeueAfter: conflictRetry},
+		},
+		"RequeueWithoutConflictKeepsBackoff": {
+			reason: "A requeue after a failure (the error shown in status) keeps the rate limiter's backoff.",
+			res:    reconcile.Result{Requeue: true},
+			want:   reconcile.Result{Requeue: true},
+		},
+		"ErrorKeepsBackoff": {
+			reason:   "A reconcile that returned an error keeps it, and its backoff, even if a write also conflicted.",
+			conflict: true, res: reconcile.Result{Requeue: true}, err: failed,
+			want: reconcile.Result{Requeue: true}, wantErr: failed,
+		},
+		"PollUnchanged": {
+			reason:   "A reconcile that asked for its poll keeps it.",
+			conflict: true, res: reconcile.Result{RequeueAfter: time.Hour},
+			want: reconcile.Result{RequeueAfter: time.Hour},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cf := &conflicts{}
+			// A conflict left from an earlier reconcile of the key does not count.
+			_ = cf.note(mr, conflict)
+			r := retryConflicts{conflicts: cf, Reconciler: reconcilerFunc(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+				if tc.conflict {
+					_ = cf.note(mr, conflict)
+				}
+				return tc.res, tc.err
+			})}
+			got, err := r.Reconcile(context.Background(), req)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("\n%s\nReconcile(...): -want, +got:\n%s", tc.reason, diff)
+			}
+			if !errors.Is(err, tc.wantErr) {
+				t.Errorf("\n%s\nReconcile(...): want error %v, got %v", tc.reason, tc.wantErr, err)
+			}
+			if cf.take(req.NamespacedName) {
+				t.Errorf("\n%s\nthe conflict outlived the reconcile", tc.reason)
+			}
+		})
+	}
+}
