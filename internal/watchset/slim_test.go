@@ -8,10 +8,12 @@ import (
 )
 
 func TestSlim(t *testing.T) {
+	now := metav1.Now()
 	cases := map[string]struct {
-		reason string
-		in     any
-		want   any
+		reason     string
+		in         any
+		keepLabels bool
+		want       any
 	}{
 		"Metadata": {
 			reason: "Only identity and version are kept of watched metadata.",
@@ -26,6 +28,18 @@ func TestSlim(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "ns", UID: "u", ResourceVersion: "7"},
 			},
 		},
+		"KeepingLabels": {
+			reason: "A watch that serves reads keeps labels and the deletion mark too, still no annotations or managed fields.",
+			in: &metav1.PartialObjectMetadata{
+				ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u", ResourceVersion: "7", DeletionTimestamp: &now,
+					Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
+					ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
+			},
+			keepLabels: true,
+			want: &metav1.PartialObjectMetadata{
+				ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u", ResourceVersion: "7", DeletionTimestamp: &now, Labels: map[string]string{"a": "b"}},
+			},
+		},
 		"Other": {
 			reason: "Anything else, such as a deletion marker, passes unchanged.",
 			in:     "tombstone",
@@ -34,7 +48,11 @@ func TestSlim(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := slim(tc.in)
+			transform := slim
+			if tc.keepLabels {
+				transform = slimKeepingLabels
+			}
+			got, err := transform(tc.in)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -40,6 +40,10 @@ type Watch struct {
 	// "app=web" or "metadata.name=nginx-conf". Empty selects everything.
 	Labels string
 	Fields string
+	// KeepLabels keeps the watched objects' labels and deletion marks in the
+	// store, so List can serve them: for watches a kind reads from, such as
+	// the namespaces a rule selects by label.
+	KeepLabels bool
 }
 
 // key is a Watch on one cluster.
@@ -191,7 +195,11 @@ func (s *Set) start(c *target.Cluster, k key) (*running, error) {
 	// A watch's events are all anyone uses: its store keeps only what the
 	// informer needs to tell objects and versions apart, not labels,
 	// annotations or managed fields (measured by make bench's memory scenario).
-	if err := inf.SetTransform(slim); err != nil {
+	transform := slim
+	if k.KeepLabels {
+		transform = slimKeepingLabels
+	}
+	if err := inf.SetTransform(transform); err != nil {
 		return nil, errors.Wrap(err, "cannot slim watched objects")
 	}
 	r := &running{informer: inf, owners: map[types.NamespacedName]struct{}{}}
@@ -263,4 +271,37 @@ func slim(o any) (any, error) {
 	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
 		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
 	}}, nil
+}
+
+// slimKeepingLabels is slim that also keeps labels and the deletion mark.
+func slimKeepingLabels(o any) (any, error) {
+	m, ok := o.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return o, nil
+	}
+	s, _ := slim(o)
+	out, _ := s.(*metav1.PartialObjectMetadata)
+	out.Labels, out.DeletionTimestamp = m.Labels, m.DeletionTimestamp
+	return out, nil
+}
+
+// List returns the objects a running, synced watch w on cluster c holds, as
+// its transform kept them; false when there is no such watch yet, and the
+// caller reads the API server instead. The store is current up to the events
+// the watch has delivered, which are the events that enqueue its owners.
+func (s *Set) List(c *target.Cluster, w Watch) ([]*metav1.PartialObjectMetadata, bool) {
+	s.mu.Lock()
+	r, ok := s.watches[key{cluster: c.ID, Watch: w}]
+	s.mu.Unlock()
+	if !ok || !r.informer.HasSynced() {
+		return nil, false
+	}
+	items := r.informer.GetStore().List()
+	out := make([]*metav1.PartialObjectMetadata, 0, len(items))
+	for _, i := range items {
+		if m, ok := i.(*metav1.PartialObjectMetadata); ok {
+			out = append(out, m)
+		}
+	}
+	return out, true
 }

@@ -137,3 +137,44 @@ func count(got []types.NamespacedName) map[types.NamespacedName]int {
 	}
 	return m
 }
+
+// TestListServesWhatTheWatchKept checks that a watch that keeps labels serves
+// reads once synced, with labels and deletion marks, and only then.
+func TestListServesWhatTheWatchKept(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := watchset.New(logging.NewNopLogger())
+	go s.Start(ctx) //nolint:errcheck // Start returns nil.
+	c := &target.Cluster{ID: target.LocalID, Config: env.Config}
+	ns := env.Namespace(t, "watchset-list", nil)
+	w := configMaps
+	w.Namespace, w.KeepLabels = ns, true
+	if _, ok := s.List(c, w); ok {
+		t.Fatal("List served a watch nobody started")
+	}
+	if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a", Labels: map[string]string{"team": "x"}, Annotations: map[string]string{"big": "data"}}}); err != nil {
+		t.Fatal(err)
+	}
+	owner := types.NamespacedName{Namespace: ns, Name: "reader"}
+	if err := s.Ensure(owner, c, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitSynced(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	l, ok := s.List(c, w)
+	if !ok || len(l) != 1 {
+		t.Fatalf("List after sync = %v, %v; want the one ConfigMap", l, ok)
+	}
+	if diff := cmp.Diff(map[string]string{"team": "x"}, l[0].Labels); diff != "" {
+		t.Errorf("labels kept: -want +got:\n%s", diff)
+	}
+	if l[0].Annotations != nil {
+		t.Errorf("annotations kept: %v; want none", l[0].Annotations)
+	}
+	// The same watch without KeepLabels is another watch: not started, not served.
+	w.KeepLabels = false
+	if _, ok := s.List(c, w); ok {
+		t.Error("List served a watch that keeps no labels and was never started")
+	}
+}

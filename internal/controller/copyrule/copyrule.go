@@ -94,7 +94,7 @@ func mayDelete(cr *v1alpha1.CopyRule) bool {
 // of copies is a valid state, and all writes happen in Update.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.ExternalObservation, error) {
 	p := cr.Spec.ForProvider
-	nss, err := readNamespaces(ctx, e.cluster.Client)
+	nss, err := e.namespaces(ctx)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
@@ -199,7 +199,7 @@ func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 	res := corev1.SchemeGroupVersion.WithResource(strings.ToLower(p.Kind) + "s")
 	src := sourceNamespace(cr)
 	ws := []watchset.Watch{
-		{Resource: corev1.SchemeGroupVersion.WithResource("namespaces")},
+		namespacesWatch,
 		{Resource: res, Labels: LabelRuleUID + "=" + string(cr.GetUID())},
 	}
 	if p.Selector != nil {
@@ -218,6 +218,25 @@ func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 		}
 	}
 	return errors.Wrap(e.watches.Ensure(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, e.cluster, ws...), "cannot watch the rule's sources and copies")
+}
+
+// namespacesWatch is every rule's watch of the namespaces of its cluster. It
+// keeps their labels, so that rules read namespaces from it rather than list
+// them all on every reconcile.
+var namespacesWatch = watchset.Watch{Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), KeepLabels: true}
+
+// namespaces returns the cluster's namespaces: from the namespaces watch once
+// it has synced, from the API server before.
+func (e *external) namespaces(ctx context.Context) ([]Namespace, error) {
+	l, ok := e.watches.List(e.cluster, namespacesWatch)
+	if !ok {
+		return readNamespaces(ctx, e.cluster.Client)
+	}
+	out := make([]Namespace, 0, len(l))
+	for _, n := range l {
+		out = append(out, Namespace{Name: n.Name, Labels: n.Labels, Terminating: n.DeletionTimestamp != nil})
+	}
+	return out, nil
 }
 
 // reach returns the reach check of the rule, deciding from the labels of the
