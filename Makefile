@@ -53,8 +53,7 @@ e2e: ## Run the e2e tests on a local control plane (started and stopped unless o
 
 .PHONY: bench
 bench: ## Run the benchmarks on the local control plane and write docs/benchmarks.md.
-	cluster/local/build-tools.sh envtest kwok
-	cluster/local/bench.sh
+	export BENCH_STARTED=$$(date +%s); cluster/local/build-tools.sh envtest kwok && cluster/local/bench.sh
 
 .PHONY: fuzz
 fuzz: ## Fuzz every pure function that takes user input (hack/fuzz.sh lists them), 20s each.

@@ -4,30 +4,36 @@
 # timing. Each scenario is its own `go test` run with a fresh provider process (bin/provider, its
 # default flags); BENCH_COUNT (default 3) repeats the short scenarios, whose table rows give the
 # median and, in brackets, the spread (lowest–highest) over the runs. BENCH_RATE sets the
-# provider's --max-reconcile-rate; BENCH_APPBUNDLES, BENCH_COPY_NAMESPACES, BENCH_IDLE_MRS,
-# BENCH_MEM_SELECTED and BENCH_MEM_UNSELECTED size the scenarios; BENCH_PROVIDER_ARGS adds provider flags. BENCH_SCENARIOS (benchmark names,
-# space-separated) runs only those again and keeps the other results of the last run.
+# provider's --max-reconcile-rate and BENCH_PROVIDER_ARGS adds flags (such as --debug);
+# BENCH_APPBUNDLES, BENCH_COPY_NAMESPACES, BENCH_IDLE_MRS, BENCH_MEM_SELECTED and
+# BENCH_MEM_UNSELECTED size the scenarios. BENCH_SCENARIOS (benchmark names, space-separated) runs
+# only those again and keeps the other results of the last run. BENCH_TABLE_ONLY=1 runs nothing and
+# writes docs/benchmarks.md again from the last results (after editing docs/benchmark-findings.md).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=common.sh
 source "$here/common.sh"
 out="$CACHE_DIR/bench"
-[[ -n "${BENCH_SCENARIOS:-}" ]] || rm -rf "$out"
+table_only="${BENCH_TABLE_ONLY:-}"
+[[ -n "${BENCH_SCENARIOS:-}" || -n "$table_only" ]] || rm -rf "$out"
 mkdir -p "$out"
 count="${BENCH_COUNT:-3}"
-started=$(date +%s)
-
-if ! cluster_healthy; then
-  trap '"$here/cluster-down.sh" >&2' EXIT
-  "$here/cluster-up.sh" >/dev/null
-fi
-export KUBECONFIG="$kubeconfig" BENCH_OUT="$out"
+started="${BENCH_STARTED:-$(date +%s)}" # make bench: from before the control plane's build
 cd "$root"
-make --no-print-directory build >/dev/null
 export BENCH_PROVIDER="$root/bin/provider"
-go test -tags bench -c -o "$out/bench.test" ./test/bench/
+
+if [[ -z "$table_only" ]]; then
+  if ! cluster_healthy; then
+    trap '"$here/cluster-down.sh" >&2' EXIT
+    "$here/cluster-up.sh" >/dev/null
+  fi
+  export KUBECONFIG="$kubeconfig" BENCH_OUT="$out"
+  make --no-print-directory build >/dev/null
+  go test -tags bench -c -o "$out/bench.test" ./test/bench/
+fi
 
 run() { # run <benchmark> <benchtime> <count>
+  [[ -z "$table_only" ]] || return 0
   [[ -z "${BENCH_SCENARIOS:-}" || " $BENCH_SCENARIOS " == *" $1 "* ]] || return 0
   echo "bench: $1 ($2 × $3)" >&2
   local t0=$SECONDS
@@ -35,7 +41,7 @@ run() { # run <benchmark> <benchtime> <count>
     | tee -a "$out/raw.txt" | grep -E "^Benchmark" >"$out/$1.txt" || true
   echo "bench: $1 took $((SECONDS - t0)) s" | tee -a "$out/raw.txt" >&2
 }
-[[ -n "${BENCH_SCENARIOS:-}" ]] || : >"$out/raw.txt"
+[[ -n "${BENCH_SCENARIOS:-}" || -n "$table_only" ]] || : >"$out/raw.txt"
 run BenchmarkCopyRuleFanOut 1x "$count"
 run BenchmarkCopyRuleNewNamespace 100x "$count"
 run BenchmarkConfigRolloutChangeToTemplate 100x "$count"
@@ -56,8 +62,13 @@ stat() {
     }'
 }
 mib=1048576
+[[ -n "$table_only" ]] || {
+  took="$(( ($(date +%s) - started) / 60 )) min"
+  [[ -z "${BENCH_SCENARIOS:-}" ]] || took="$BENCH_SCENARIOS re-run in $took"
+  echo "$took" >"$out/took"
+}
 pprof_top() { go tool pprof -top -nodecount=12 "$BENCH_PROVIDER" "$1" 2>/dev/null | sed -n '/flat%/,$p' || true; }
-{
+[[ -n "$table_only" ]] || {
   echo "CPU profile of the provider during the fan-out (first run):"
   pprof_top "$out/fanout.cpu.pprof"
   echo "Live heap of the provider after the memory scenario:"
@@ -68,8 +79,7 @@ rate="${BENCH_RATE:-100 (default)}"
 {
   echo "# Benchmarks"
   echo
-  took="$(( ($(date +%s) - started) / 60 )) min"
-  [[ -z "${BENCH_SCENARIOS:-}" ]] || took="$BENCH_SCENARIOS re-run in $took"
+  took="$(cat "$out/took" 2>/dev/null || echo "time unknown")"
   echo "Written by \`make bench\` ($(date -u +%Y-%m-%d), $took); raw output, CPU and heap"
   echo "profiles in \`.cache/bench/\`. Measured on the local control plane (kube-apiserver $KUBERNETES_VERSION,"
   echo "etcd $ETCD_VERSION, kwok $KWOK_VERSION fake node) on $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(go version | cut -d' ' -f3). The provider is"
