@@ -62,3 +62,40 @@ func TestSlim(t *testing.T) {
 		})
 	}
 }
+
+func TestSameLabelsAndDeletion(t *testing.T) {
+	now := metav1.Now()
+	ns := func(lbls map[string]string, deleted *metav1.Time, rv string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: lbls, DeletionTimestamp: deleted, ResourceVersion: rv}}
+	}
+	cases := map[string]struct {
+		reason  string
+		was, is any
+		want    bool
+	}{
+		"StatusOnly": {
+			reason: "A new resourceVersion alone, such as a terminating namespace's status, is the same.",
+			was:    ns(map[string]string{"a": "b"}, &now, "1"), is: ns(map[string]string{"a": "b"}, &now, "2"),
+			want: true,
+		},
+		"Labels": {
+			reason: "A label change matters: it can move the namespace into or out of a rule's selection.",
+			was:    ns(map[string]string{"a": "b"}, nil, "1"), is: ns(map[string]string{"a": "c"}, nil, "2"),
+		},
+		"Deleted": {
+			reason: "A namespace starting to terminate matters: rules stop copying into it.",
+			was:    ns(nil, nil, "1"), is: ns(nil, &now, "2"),
+		},
+		"NotMetadata": {
+			reason: "Anything the transform did not produce is treated as a change.",
+			was:    "tombstone", is: ns(nil, nil, "2"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := sameLabelsAndDeletion(tc.was, tc.is); got != tc.want {
+				t.Errorf("\n%s\nsameLabelsAndDeletion(...) = %v, want %v", tc.reason, got, tc.want)
+			}
+		})
+	}
+}

@@ -10,6 +10,7 @@ package watchset
 
 import (
 	"context"
+	"maps"
 	"sync"
 	"time"
 
@@ -67,23 +68,32 @@ type Set struct {
 	ctx  context.Context //nolint:containedctx // The lifetime of every watch: until Start returns.
 	stop context.CancelFunc
 
-	mu      sync.Mutex
-	clients map[string]metadata.Interface
-	watches map[key]*running
-	owners  map[types.NamespacedName]map[key]struct{}
+	mu       sync.Mutex
+	clients  map[string]metadata.Interface
+	watches  map[key]*running
+	owners   map[types.NamespacedName]map[key]struct{}
+	interest map[types.NamespacedName]Interest
 }
+
+// An Interest tells whether an event of watch w about object o concerns its
+// owner. Watches shared by many owners, such as every rule's namespaces watch,
+// would otherwise reconcile them all for every event. For an update it is
+// asked of the object before and after: either one concerning the owner is
+// enough. Objects a transform did not produce always concern it.
+type Interest func(w Watch, o *metav1.PartialObjectMetadata) bool
 
 // New returns a Set. Add it to the manager, whose Start ends its watches.
 func New(log logging.Logger) *Set {
 	ctx, stop := context.WithCancel(context.Background())
 	return &Set{
-		log:     log,
-		events:  make(chan event.GenericEvent, 1024),
-		ctx:     ctx,
-		stop:    stop,
-		clients: map[string]metadata.Interface{},
-		watches: map[key]*running{},
-		owners:  map[types.NamespacedName]map[key]struct{}{},
+		log:      log,
+		events:   make(chan event.GenericEvent, 1024),
+		ctx:      ctx,
+		stop:     stop,
+		clients:  map[string]metadata.Interface{},
+		watches:  map[key]*running{},
+		owners:   map[types.NamespacedName]map[key]struct{}{},
+		interest: map[types.NamespacedName]Interest{},
 	}
 }
 
@@ -133,10 +143,23 @@ func (s *Set) Ensure(owner types.NamespacedName, c *target.Cluster, ws ...Watch)
 	return nil
 }
 
+// SetInterest narrows the events that enqueue owner to those f says concern
+// it; nil lets every event of its watches through.
+func (s *Set) SetInterest(owner types.NamespacedName, f Interest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f == nil {
+		delete(s.interest, owner)
+		return
+	}
+	s.interest[owner] = f
+}
+
 // Forget stops every watch that only owner needed: the managed resource is gone.
 func (s *Set) Forget(owner types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	delete(s.interest, owner)
 	for k := range s.owners[owner] {
 		s.release(owner, k)
 	}
@@ -203,11 +226,25 @@ func (s *Set) start(c *target.Cluster, k key) (*running, error) {
 		return nil, errors.Wrap(err, "cannot slim watched objects")
 	}
 	r := &running{informer: inf, owners: map[types.NamespacedName]struct{}{}}
-	notify := func(any) { s.notify(k) }
+	notify := func(objs ...any) { s.notify(k, objs...) }
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    notify,
-		UpdateFunc: func(_, o any) { notify(o) },
-		DeleteFunc: notify,
+		AddFunc: func(o any) { notify(o) },
+		UpdateFunc: func(was, is any) {
+			// A watch that keeps labels is read for them: an update that
+			// changes neither them nor the deletion mark, such as a terminating
+			// namespace's status, concerns no owner. Every owner of the
+			// namespaces watch would be reconciled for it.
+			if k.KeepLabels && sameLabelsAndDeletion(was, is) {
+				return
+			}
+			notify(was, is)
+		},
+		DeleteFunc: func(o any) {
+			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			notify(o)
+		},
 	}); err != nil {
 		return nil, errors.Wrap(err, "cannot handle watch events")
 	}
@@ -223,9 +260,10 @@ func (s *Set) start(c *target.Cluster, k key) (*running, error) {
 	return r, nil
 }
 
-// notify enqueues every owner of k. The owners are copied under the lock and
-// sent without it: the channel may be full while the controller catches up.
-func (s *Set) notify(k key) {
+// notify enqueues every owner of k that objs concern. The owners are copied
+// under the lock and sent without it: the channel may be full while the
+// controller catches up.
+func (s *Set) notify(k key, objs ...any) {
 	s.mu.Lock()
 	r, ok := s.watches[k]
 	if !ok {
@@ -234,7 +272,9 @@ func (s *Set) notify(k key) {
 	}
 	owners := make([]types.NamespacedName, 0, len(r.owners))
 	for o := range r.owners {
-		owners = append(owners, o)
+		if concerns(s.interest[o], k.Watch, objs) {
+			owners = append(owners, o)
+		}
 	}
 	s.mu.Unlock()
 	for _, o := range owners {
@@ -245,6 +285,19 @@ func (s *Set) notify(k key) {
 			return
 		}
 	}
+}
+
+func concerns(f Interest, w Watch, objs []any) bool {
+	if f == nil {
+		return true
+	}
+	for _, o := range objs {
+		m, ok := o.(*metav1.PartialObjectMetadata)
+		if !ok || f(w, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // WaitSynced polls until every watch of owner has synced or ctx ends; tests
@@ -283,6 +336,15 @@ func slimKeepingLabels(o any) (any, error) {
 	out, _ := s.(*metav1.PartialObjectMetadata)
 	out.Labels, out.DeletionTimestamp = m.Labels, m.DeletionTimestamp
 	return out, nil
+}
+
+func sameLabelsAndDeletion(was, is any) bool {
+	a, ok := was.(*metav1.PartialObjectMetadata)
+	b, ok2 := is.(*metav1.PartialObjectMetadata)
+	if !ok || !ok2 {
+		return false
+	}
+	return maps.Equal(a.Labels, b.Labels) && (a.DeletionTimestamp == nil) == (b.DeletionTimestamp == nil)
 }
 
 // List returns the objects a running, synced watch w on cluster c holds, as

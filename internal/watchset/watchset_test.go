@@ -178,3 +178,47 @@ func TestListServesWhatTheWatchKept(t *testing.T) {
 		t.Error("List served a watch that keeps no labels and was never started")
 	}
 }
+
+// TestInterestNarrowsEvents checks that an owner's Interest keeps events of a
+// shared watch that do not concern it from enqueueing it.
+func TestInterestNarrowsEvents(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s := watchset.New(logging.NewNopLogger())
+	go s.Start(ctx) //nolint:errcheck // Start returns nil.
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	if err := s.Source().Start(ctx, q); err != nil {
+		t.Fatal(err)
+	}
+	c := &target.Cluster{ID: target.LocalID, Config: env.Config}
+	ns := env.Namespace(t, "watchset-interest", nil)
+	w := configMaps
+	w.Namespace = ns
+	picky := types.NamespacedName{Namespace: ns, Name: "picky"}
+	all := types.NamespacedName{Namespace: ns, Name: "all"}
+	s.SetInterest(picky, func(_ watchset.Watch, o *metav1.PartialObjectMetadata) bool { return o.Name == "wanted" })
+	for _, o := range []types.NamespacedName{picky, all} {
+		if err := s.Ensure(o, c, w); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.WaitSynced(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// One object at a time: the queue folds repeated requests of an owner.
+	for _, tc := range []struct {
+		name string
+		want map[types.NamespacedName]int
+	}{
+		{"other", map[types.NamespacedName]int{all: 1}},
+		{"wanted", map[types.NamespacedName]int{all: 1, picky: 1}},
+	} {
+		if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name}}); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(tc.want, count(received(q, time.Second))); diff != "" {
+			t.Errorf("events of %s: -want +got:\n%s", tc.name, diff)
+		}
+	}
+}

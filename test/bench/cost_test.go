@@ -212,25 +212,33 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 		}
 		return n
 	}
-	for _, l := range lists {
+	// A watch the API server ends (its timeout, or throttling under load) is
+	// opened again; a new watch starts with every object as it is.
+	watchOnce := func(l client.ObjectList) {
 		w, err := wc.Watch(ctx, l, client.InNamespace(ns))
 		if err != nil {
-			return err
+			time.Sleep(time.Second)
+			return
 		}
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			m, ok := ev.Object.(interface {
+				client.Object
+				GetCondition(xpv2.ConditionType) xpv2.Condition
+			})
+			if !ok {
+				continue
+			}
+			k := fmt.Sprintf("%T/%s", m, m.GetName())
+			mu.Lock()
+			ready[k] = ev.Type != watch.Deleted && m.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+			mu.Unlock()
+		}
+	}
+	for _, l := range lists {
 		go func() {
-			defer w.Stop()
-			for ev := range w.ResultChan() {
-				m, ok := ev.Object.(interface {
-					client.Object
-					GetCondition(xpv2.ConditionType) xpv2.Condition
-				})
-				if !ok {
-					continue
-				}
-				k := fmt.Sprintf("%T/%s", m, m.GetName())
-				mu.Lock()
-				ready[k] = ev.Type != watch.Deleted && m.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
-				mu.Unlock()
+			for ctx.Err() == nil {
+				watchOnce(l)
 			}
 		}()
 	}

@@ -217,7 +217,27 @@ func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 			ws = append(ws, watchset.Watch{Resource: res, Namespace: pr.Namespace, Fields: "metadata.name=" + pr.Name})
 		}
 	}
-	return errors.Wrap(e.watches.Ensure(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, e.cluster, ws...), "cannot watch the rule's sources and copies")
+	owner := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
+	e.watches.SetInterest(owner, interest(cr))
+	return errors.Wrap(e.watches.Ensure(owner, e.cluster, ws...), "cannot watch the rule's sources and copies")
+}
+
+// interest is what of the namespaces watch concerns the rule: its source and
+// own namespaces, and the namespaces its target mode selects (before or after
+// a change). Every other namespace's events would reconcile every rule of the
+// cluster for nothing: with many rules and namespaces coming and going, a storm.
+func interest(cr *v1alpha1.CopyRule) watchset.Interest {
+	match, err := matcher(cr.Spec.ForProvider)
+	if err != nil {
+		return nil
+	}
+	src, own := sourceNamespace(cr), cr.GetNamespace()
+	return func(w watchset.Watch, o *metav1.PartialObjectMetadata) bool {
+		if w != namespacesWatch {
+			return true
+		}
+		return o.Name == src || o.Name == own || match(Namespace{Name: o.Name, Labels: o.Labels})
+	}
 }
 
 // namespacesWatch is every rule's watch of the namespaces of its cluster. It
