@@ -53,17 +53,24 @@ func received(q workqueue.TypedRateLimitingInterface[reconcile.Request], within 
 	return got
 }
 
-func TestWatchesEnqueueOnlyTheirOwners(t *testing.T) {
+// started returns a running Set on the test's API server and the queue its
+// source fills; both stop when the test ends.
+func started(t *testing.T) (context.Context, *watchset.Set, workqueue.TypedRateLimitingInterface[reconcile.Request], *target.Cluster) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	s := watchset.New(logging.NewNopLogger())
 	go s.Start(ctx) //nolint:errcheck // Start returns nil.
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
+	t.Cleanup(q.ShutDown)
 	if err := s.Source().Start(ctx, q); err != nil {
 		t.Fatal(err)
 	}
-	c := &target.Cluster{ID: target.LocalID, Config: env.Config}
+	return ctx, s, q, &target.Cluster{ID: target.LocalID, Config: env.Config}
+}
+
+func TestWatchesEnqueueOnlyTheirOwners(t *testing.T) {
+	ctx, s, q, c := started(t)
 	ns := env.Namespace(t, "watchset", nil)
 
 	a := types.NamespacedName{Namespace: ns, Name: "a"}
@@ -182,16 +189,7 @@ func TestListServesWhatTheWatchKept(t *testing.T) {
 // TestInterestNarrowsEvents checks that an owner's Interest keeps events of a
 // shared watch that do not concern it from enqueueing it.
 func TestInterestNarrowsEvents(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	s := watchset.New(logging.NewNopLogger())
-	go s.Start(ctx) //nolint:errcheck // Start returns nil.
-	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
-	defer q.ShutDown()
-	if err := s.Source().Start(ctx, q); err != nil {
-		t.Fatal(err)
-	}
-	c := &target.Cluster{ID: target.LocalID, Config: env.Config}
+	ctx, s, q, c := started(t)
 	ns := env.Namespace(t, "watchset-interest", nil)
 	w := configMaps
 	w.Namespace = ns
