@@ -24,10 +24,12 @@ export BENCH_PROVIDER="$root/bin/provider"
 
 if [[ -z "$table_only" ]]; then
   # The provider and the benchmarks compile while the control plane builds (on a fresh machine):
-  # downloads and single-threaded links overlap the other's compile.
-  (make --no-print-directory build-provider >/dev/null && go test -tags bench -vet=off -c -o "$out/bench.test" ./test/bench/) &
+  # downloads and single-threaded links overlap the other's compile. Both are built with the same
+  # flags (no cgo, no -trimpath, which the test's RepoRoot needs), so they compile each package once.
+  (make --no-print-directory build-provider GO_BUILD_FLAGS= >/dev/null &&
+    CGO_ENABLED=0 go test -tags bench -vet=off -c -o "$out/bench.test" ./test/bench/) &
   compiling=$!
-  "$here/build-tools.sh" kubernetes etcd kwok
+  "$here/build-tools.sh" controlplane
   wait "$compiling"
   if ! cluster_healthy; then
     trap '"$here/cluster-down.sh" >&2' EXIT

@@ -3,18 +3,14 @@
 # prebuilt binaries) and caches every tool under $CACHE_DIR/tools/<tool>-<version>/. A tool whose
 # cache directory is complete is not built again.
 #
-#   cluster/local/build-tools.sh [kubernetes|etcd|kwok|crossplane|envtest ...]   (default: all)
+#   cluster/local/build-tools.sh [controlplane|crossplane ...]   (default: both)
 #
 # Prints nothing but progress on stderr; `cluster/local/build-tools.sh envtest-dir` prints the
 # directory to use as KUBEBUILDER_ASSETS.
 set -euo pipefail
 
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-root="$(cd "$here/../.." && pwd)"
-# shellcheck source=versions.env
-source "$here/versions.env"
-CACHE_DIR="${CACHE_DIR:-$root/.cache}"
-tools="$CACHE_DIR/tools"
+# shellcheck source=common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 mkdir -p "$tools"
 
 log() { echo "build-tools: $*" >&2; }
@@ -29,26 +25,34 @@ wrapper() {
   (cd "$1" && go mod init "$2" >/dev/null 2>&1)
 }
 
-build_kubernetes() {
-  local out="$tools/kubernetes-$KUBERNETES_VERSION"
-  [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" ]] && return
-  log "building kube-apiserver, kube-controller-manager, kube-scheduler $KUBERNETES_VERSION (~5 min cold)"
-  local w="$tools/.work/kubernetes" staging="v0${KUBERNETES_VERSION#v1}"
-  wrapper "$w" clusterops.local/kubetools
+# The control plane is one module and one `go build`: kube-apiserver, kube-controller-manager,
+# kube-scheduler, etcd and kwok share most of their packages (client-go, apimachinery, grpc, the
+# etcd client), which a 2-core machine then compiles once instead of three times. kwok and etcd
+# are pinned to the versions whose dependencies match Kubernetes' own (versions.env).
+build_controlplane() {
+  local out="$cp_dir"
+  [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" &&
+    -x "$out/etcd" && -x "$out/kwok" && -f "$out/stages.yaml" ]] && return
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler $KUBERNETES_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION (~15 min cold on 2 cores)"
+  local w="$tools/.work/controlplane" staging="v0${KUBERNETES_VERSION#v1}"
+  wrapper "$w" clusterops.local/controlplane
   cat >"$w/tools.go" <<'GO'
 //go:build tools
 
 package tools
 
 import (
+	_ "go.etcd.io/etcd/server/v3"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "sigs.k8s.io/kwok/cmd/kwok"
 )
 GO
   (
     cd "$w"
-    go mod edit -require="k8s.io/kubernetes@$KUBERNETES_VERSION"
+    go mod edit -require="k8s.io/kubernetes@$KUBERNETES_VERSION" \
+      -require="go.etcd.io/etcd/server/v3@$ETCD_VERSION" -require="sigs.k8s.io/kwok@$KWOK_VERSION"
     # k8s.io/kubernetes replaces every staging module with a local path; point each at its
     # published version instead.
     local mod
@@ -58,52 +62,25 @@ GO
     done
     go mod tidy -e >/dev/null 2>&1 || true
     mkdir -p "$out.tmp"
-    # One invocation: the three share most packages, and their links run side by side.
+    # One invocation: shared packages compile once, and the links run side by side.
     CGO_ENABLED=0 go build -tags tools -o "$out.tmp/" \
       -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)" \
-      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler
+      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler \
+      go.etcd.io/etcd/server/v3 sigs.k8s.io/kwok/cmd/kwok
+    # etcd's main package is go.etcd.io/etcd/server/v3, so go build names it after "server".
+    mv "$out.tmp/server" "$out.tmp/etcd"
+    # kwok refuses to start without stage definitions; the module ships the standard ones.
+    local src
+    src="$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
+    for d in node/fast node/heartbeat pod/fast; do
+      for f in "$src/$d"/*.yaml; do
+        [[ "$(basename "$f")" == kustomization.yaml ]] && continue
+        cat "$f"; echo "---"
+      done
+    done >"$out.tmp/stages.yaml"
+    # envtest wants kube-apiserver, etcd and kubectl in one directory: this one.
+    ln -sf "$(command -v kubectl || echo /usr/local/bin/kubectl)" "$out.tmp/kubectl"
   )
-  rm -rf "$out" && mv "$out.tmp" "$out"
-}
-
-build_etcd() {
-  local out="$tools/etcd-$ETCD_VERSION"
-  [[ -x "$out/etcd" ]] && return
-  log "building etcd $ETCD_VERSION"
-  local w="$tools/.work/etcd"
-  wrapper "$w" clusterops.local/etcdtool
-  cat >"$w/tools.go" <<'GO'
-//go:build tools
-
-package tools
-
-import _ "go.etcd.io/etcd/server/v3"
-GO
-  (
-    cd "$w"
-    go mod edit -require="go.etcd.io/etcd/server/v3@$ETCD_VERSION"
-    go mod tidy -e >/dev/null 2>&1 || true
-    mkdir -p "$out.tmp"
-    CGO_ENABLED=0 go build -tags tools -ldflags "-s -w" -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3
-  )
-  rm -rf "$out" && mv "$out.tmp" "$out"
-}
-
-build_kwok() {
-  local out="$tools/kwok-$KWOK_VERSION"
-  [[ -x "$out/kwok" && -f "$out/stages.yaml" ]] && return
-  log "building kwok $KWOK_VERSION"
-  mkdir -p "$out.tmp"
-  GOBIN="$out.tmp" CGO_ENABLED=0 go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-  # kwok refuses to start without stage definitions; the module ships the standard ones.
-  local src
-  src="$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage"
-  for d in node/fast node/heartbeat pod/fast; do
-    for f in "$src/$d"/*.yaml; do
-      [[ "$(basename "$f")" == kustomization.yaml ]] && continue
-      cat "$f"; echo "---"
-    done
-  done >"$out.tmp/stages.yaml"
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
@@ -143,34 +120,21 @@ GO
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
-# envtest wants one directory holding kube-apiserver and etcd.
-envtest_dir() { echo "$tools/envtest-$KUBERNETES_VERSION-etcd-$ETCD_VERSION"; }
-build_envtest() {
-  build_kubernetes
-  build_etcd
-  local out
-  out="$(envtest_dir)"
-  mkdir -p "$out"
-  ln -sf "$tools/kubernetes-$KUBERNETES_VERSION/kube-apiserver" "$out/kube-apiserver"
-  ln -sf "$tools/etcd-$ETCD_VERSION/etcd" "$out/etcd"
-  ln -sf "$(command -v kubectl || echo /usr/local/bin/kubectl)" "$out/kubectl"
-}
-
-if [[ "${1:-}" == envtest-dir ]]; then envtest_dir; exit 0; fi
+if [[ "${1:-}" == envtest-dir || "${1:-}" == controlplane-dir ]]; then echo "$cp_dir"; exit 0; fi
 if [[ "${1:-}" == crossplane-dir ]]; then crossplane_dir; exit 0; fi
 # Concurrent runs would wipe each other's work directories; the second waits for the first, then
 # finds the tools built.
 exec 9>"$tools/.lock"
 flock 9
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(envtest kwok crossplane)
-# The tools build side by side: one's module downloads and single-threaded link overlap another's
-# compile. envtest only links kube-apiserver and etcd, once both are built.
+[[ ${#targets[@]} -gt 0 ]] || targets=(controlplane crossplane)
+# The control plane and crossplane build side by side: one's module downloads and single-threaded
+# links overlap the other's compile. The old per-tool names all mean the control plane.
 declare -A base=()
 for t in "${targets[@]}"; do
   case "$t" in
-    envtest) base[kubernetes]=1 base[etcd]=1 ;;
-    kubernetes|etcd|kwok|crossplane) base[$t]=1 ;;
+    controlplane|envtest|kubernetes|etcd|kwok) base[controlplane]=1 ;;
+    crossplane) base[crossplane]=1 ;;
     *) echo "build-tools: unknown tool $t" >&2; exit 2 ;;
   esac
 done
@@ -182,5 +146,4 @@ done
 failed=()
 for t in "${!jobs[@]}"; do wait "${jobs[$t]}" || failed+=("$t"); done
 [[ ${#failed[@]} -eq 0 ]] || { log "failed: ${failed[*]}"; exit 1; }
-for t in "${targets[@]}"; do [[ "$t" != envtest ]] || build_envtest; done
 log "done"

@@ -24,7 +24,7 @@ if [[ -e "$state" ]]; then
 fi
 
 for b in "$bin_etcd" "$bin_apiserver" "$bin_controller_manager" "$bin_scheduler" "$bin_kwok" "$kwok_stages"; do
-  [[ -e "$b" ]] || { "$here/build-tools.sh" kubernetes etcd kwok; break; }
+  [[ -e "$b" ]] || { "$here/build-tools.sh" controlplane; break; }
 done
 
 started="$(date +%s.%N)"

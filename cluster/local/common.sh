@@ -13,12 +13,14 @@ state="$CACHE_DIR/cluster"
 kubeconfig="$state/kubeconfig"
 node_name=kwok-node-0
 
-bin_etcd="$tools/etcd-$ETCD_VERSION/etcd"
-bin_apiserver="$tools/kubernetes-$KUBERNETES_VERSION/kube-apiserver"
-bin_controller_manager="$tools/kubernetes-$KUBERNETES_VERSION/kube-controller-manager"
-bin_scheduler="$tools/kubernetes-$KUBERNETES_VERSION/kube-scheduler"
-bin_kwok="$tools/kwok-$KWOK_VERSION/kwok"
-kwok_stages="$tools/kwok-$KWOK_VERSION/stages.yaml"
+# build-tools.sh builds the whole control plane into one directory keyed by its versions.
+cp_dir="$tools/kubernetes-$KUBERNETES_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION"
+bin_etcd="$cp_dir/etcd"
+bin_apiserver="$cp_dir/kube-apiserver"
+bin_controller_manager="$cp_dir/kube-controller-manager"
+bin_scheduler="$cp_dir/kube-scheduler"
+bin_kwok="$cp_dir/kwok"
+kwok_stages="$cp_dir/stages.yaml"
 
 # Components in start order; cluster-down stops them in reverse, so etcd goes last.
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)

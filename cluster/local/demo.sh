@@ -48,7 +48,7 @@ cleanup() {
 trap cleanup EXIT
 
 say "Building the control plane (cached after the first run) and the provider"
-"$here/build-tools.sh" envtest kwok
+"$here/build-tools.sh" controlplane
 (cd "$root" && CGO_ENABLED=0 go build -o "$demo/provider" ./cmd/provider)
 
 if cluster_healthy; then
