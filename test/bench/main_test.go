@@ -31,8 +31,9 @@ import (
 const providerUser = "clusterops-provider"
 
 var (
-	env  *testenv.Env
-	prov *providerProcess
+	env            *testenv.Env
+	prov           *providerProcess
+	provKubeconfig string // the provider's, written for the run and removed after
 )
 
 func TestMain(m *testing.M) {
@@ -41,6 +42,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			return 1
 		}
+		defer func() { _ = os.Remove(provKubeconfig) }()
 		defer prov.stop()
 		defer removeFanOutNamespaces()
 		return m.Run()
@@ -70,11 +72,10 @@ func setUp() error {
 	if err := identity(ctx, env.Client, providerUser); err != nil {
 		return err
 	}
-	kc, err := impersonating(providerUser)
-	if err != nil {
+	if provKubeconfig, err = impersonating(providerUser); err != nil {
 		return err
 	}
-	prov, err = startProvider(ctx, bin, kc, os.Getenv("BENCH_RATE"))
+	prov, err = startProvider(ctx, bin, provKubeconfig, os.Getenv("BENCH_RATE"))
 	return err
 }
 
