@@ -26,14 +26,18 @@ if [[ -z "$table_only" ]]; then
   # The provider and the benchmarks compile while the control plane builds (on a fresh machine):
   # downloads and single-threaded links overlap the other's compile. Both are built with the same
   # flags (no cgo, no -trimpath, which the test's RepoRoot needs), so they compile each package once.
+  # pprof is built here too: `go tool pprof` would compile it after the scenarios.
   (make --no-print-directory build-provider GO_BUILD_FLAGS= >/dev/null &&
-    CGO_ENABLED=0 go test -tags bench -vet=off -c -o "$out/bench.test" ./test/bench/) &
+    CGO_ENABLED=0 go test -tags bench -vet=off -c -o "$out/bench.test" ./test/bench/ &&
+    CGO_ENABLED=0 go build -o "$out/pprof" cmd/pprof) &
   compiling=$!
   "$here/build-tools.sh" controlplane
   wait "$compiling"
   if ! cluster_healthy; then
     trap '"$here/cluster-down.sh" >&2' EXIT
     "$here/cluster-up.sh" >/dev/null
+    # The control plane goes when the bench ends: scenarios leave their namespaces to it.
+    export BENCH_DISPOSABLE=1
   fi
   export KUBECONFIG="$kubeconfig" BENCH_OUT="$out"
 fi
@@ -73,7 +77,7 @@ mib=1048576
   [[ -z "${BENCH_SCENARIOS:-}" ]] || took="$BENCH_SCENARIOS re-run in $took"
   echo "$took" >"$out/took"
 }
-pprof_top() { go tool pprof -top -nodecount=12 "$BENCH_PROVIDER" "$1" 2>/dev/null | sed -n '/flat%/,$p' || true; }
+pprof_top() { "$out/pprof" -top -nodecount=12 "$BENCH_PROVIDER" "$1" 2>/dev/null | sed -n '/flat%/,$p' || true; }
 [[ -n "$table_only" ]] || {
   echo "CPU profile of the provider during the fan-out (first run):"
   pprof_top "$out/fanout.cpu.pprof"

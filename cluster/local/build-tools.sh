@@ -16,6 +16,8 @@ mkdir -p "$tools"
 log() { echo "build-tools: $*" >&2; }
 
 # The compiler spends much of a cold build collecting garbage; these machines have memory to spare.
+# The binaries are stripped (-ldflags -s -w), so the compiler need not emit debug information
+# either (-gcflags=all=-dwarf=false below).
 export GOGC="${GOGC:-400}"
 
 # wrapper <dir> <module path>: a throwaway module from which tools are built, because a module with
@@ -63,7 +65,7 @@ GO
     go mod tidy -e >/dev/null 2>&1 || true
     mkdir -p "$out.tmp"
     # One invocation: shared packages compile once, and the links run side by side.
-    CGO_ENABLED=0 go build -tags tools -o "$out.tmp/" \
+    CGO_ENABLED=0 go build -tags tools -gcflags=all=-dwarf=false -o "$out.tmp/" \
       -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)" \
       k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler \
       go.etcd.io/etcd/server/v3 sigs.k8s.io/kwok/cmd/kwok
@@ -110,7 +112,7 @@ GO
     mkdir -p "$out.tmp"
     # Core checks packages' `crossplane.version` constraints against its own version, which the
     # release build stamps into crossplane-runtime; unstamped, every constraint fails.
-    CGO_ENABLED=0 go build -tags tools -o "$out.tmp/crossplane" \
+    CGO_ENABLED=0 go build -tags tools -gcflags=all=-dwarf=false -o "$out.tmp/crossplane" \
       -ldflags "-s -w -X github.com/crossplane/crossplane-runtime/v2/pkg/version.version=$CROSSPLANE_VERSION" \
       github.com/crossplane/crossplane/v2/cmd/crossplane
     # Core's own CRDs, which `crossplane core init` installs.

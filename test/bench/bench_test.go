@@ -126,7 +126,7 @@ func BenchmarkAppBundlesToReady(b *testing.B) {
 		b.ReportMetric(took.Seconds(), "s-to-all-ready")
 		b.ReportMetric(float64(n)/took.Seconds(), "MRs/s")
 		b.StopTimer()
-		_ = e.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+		deleteNamespaces(e.Client, ns)
 		b.StartTimer()
 	}
 }

@@ -190,7 +190,7 @@ func BenchmarkCopyRuleFanOut(b *testing.B) {
 		}); err != nil {
 			b.Fatalf("copies not pruned: %v", err)
 		}
-		_ = e.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: src}})
+		deleteNamespaces(e.Client, src)
 	}
 }
 
@@ -227,13 +227,8 @@ func fanOutNamespaces(b *testing.B, n int) ([]string, map[string]string, string)
 	return fanOutNSs, sel, cpc
 }
 
-// removeFanOutNamespaces deletes the namespaces fanOutNamespaces made, so that
-// runs against a control plane kept up do not pile them up.
-func removeFanOutNamespaces() {
-	for _, ns := range fanOutNSs {
-		_ = env.Client.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	}
-}
+// removeFanOutNamespaces deletes the namespaces fanOutNamespaces made.
+func removeFanOutNamespaces() { deleteNamespaces(env.Client, fanOutNSs...) }
 
 // BenchmarkCopyRuleNewNamespace creates b.N namespaces one by one that a
 // CopyRule's namespace selector picks, and measures the time from the create
@@ -281,7 +276,5 @@ func BenchmarkCopyRuleNewNamespace(b *testing.B) {
 	b.ReportMetric(float64(percentile(lat, 0.5).Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(percentile(lat, 0.99).Microseconds())/1000, "p99-ms")
 	cleanUp(b, e.Client, src)
-	for _, ns := range made {
-		_ = e.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
-	}
+	deleteNamespaces(e.Client, made...)
 }

@@ -20,8 +20,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
@@ -91,4 +94,19 @@ func impersonating(user string) (string, error) {
 	}
 	out := filepath.Join(os.TempDir(), fmt.Sprintf("bench-provider-%d.kubeconfig", time.Now().UnixNano()))
 	return out, clientcmd.WriteToFile(*raw, out)
+}
+
+// deleteNamespaces deletes what a scenario made, so that runs against a
+// control plane that is kept up do not pile them up. It deletes nothing when
+// the control plane is discarded after the run (BENCH_DISPOSABLE, set by
+// cluster/local/bench.sh when it started it): the namespace controller's
+// work of emptying thousands of namespaces would load the API server while
+// the next scenarios are measured.
+func deleteNamespaces(c client.Client, nss ...string) {
+	if os.Getenv("BENCH_DISPOSABLE") != "" {
+		return
+	}
+	for _, ns := range nss {
+		_ = c.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}
 }
