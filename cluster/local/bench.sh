@@ -73,7 +73,7 @@ stat() {
 }
 mib=1048576
 [[ -n "$table_only" ]] || {
-  took="$(( ($(date +%s) - started) / 60 )) min"
+  took="$(awk -v s="$(( $(date +%s) - started ))" 'BEGIN { printf "%.1f min", s / 60 }')"
   [[ -z "${BENCH_SCENARIOS:-}" ]] || took="$BENCH_SCENARIOS re-run in $took"
   echo "$took" >"$out/took"
 }
