@@ -257,7 +257,8 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 }
 
 // cleanUp deletes every managed resource in the namespaces, waits until the
-// provider has finished with them, and deletes the namespaces.
+// provider has finished with them, and deletes the namespaces. On a control
+// plane that is discarded after the run it abandons them instead.
 func cleanUp(b *testing.B, c client.Client, nss ...string) {
 	b.Helper()
 	ctx := context.Background()
