@@ -1,5 +1,6 @@
-// Generator tools whose dependencies must not leak into the provider's module graph: angryjet
-// needs k8s.io v0.36 libraries, while the provider is built against client-go v0.35.
+// Generator tools whose dependencies must not leak into the provider's module graph: they would
+// raise the versions of libraries the provider shares with the local control plane
+// (cluster/local/build-tools.sh pins the control plane's to the provider's).
 module github.com/clusterops/provider-clusterops/hack/tools
 
 go 1.26.0
