@@ -31,11 +31,31 @@ wrapper() {
 # kube-scheduler, etcd and kwok share most of their packages (client-go, apimachinery, grpc, the
 # etcd client), which a 2-core machine then compiles once instead of three times. kwok and etcd
 # are pinned to the versions whose dependencies match Kubernetes' own (versions.env).
+cp_packages=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
+  k8s.io/kubernetes/cmd/kube-scheduler go.etcd.io/etcd/server/v3 sigs.k8s.io/kwok/cmd/kwok)
+
+# pin_shared_libraries <package...>: run in a wrapper module, requires the provider's version of
+# every module that both the packages and the provider's `make bench` build (its binary and the
+# bench's test binary) compile. Built from the same sources with the same flags
+# (cluster/local/bench.sh), their packages come out of the Go build cache the second time:
+# client-go, apimachinery, grpc and the standard library compile once, not twice. Where the
+# control plane needs a newer version it keeps it, and only the build cache notices; so does a
+# failed listing here (the process substitutions' errors are not checked). A cached control plane
+# is not rebuilt when the provider's versions move.
+pin_shared_libraries() {
+  local LC_ALL=C # join wants both lists sorted the same way.
+  # The two listings download modules; they run side by side.
+  join <(go list -mod=mod -tags tools -deps -f '{{with .Module}}{{.Path}}{{end}}' "$@" | sort -u) \
+    <(cd "$root" && go list -tags bench -test -deps \
+      -f '{{with .Module}}{{if not .Main}}{{.Path}} {{.Version}}{{end}}{{end}}' ./cmd/provider ./test/bench | sort -u) |
+    awk '{print "-require=" $1 "@" $2}' | xargs -r go mod edit
+}
+
 build_controlplane() {
   local out="$cp_dir"
   [[ -x "$out/kube-apiserver" && -x "$out/kube-controller-manager" && -x "$out/kube-scheduler" &&
     -x "$out/etcd" && -x "$out/kwok" && -f "$out/stages.yaml" ]] && return
-  log "building kube-apiserver, kube-controller-manager, kube-scheduler $KUBERNETES_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION (~15 min cold on 2 cores)"
+  log "building kube-apiserver, kube-controller-manager, kube-scheduler $KUBERNETES_VERSION, etcd $ETCD_VERSION, kwok $KWOK_VERSION (~10 min cold on 2 cores)"
   local w="$tools/.work/controlplane" staging="v0${KUBERNETES_VERSION#v1}"
   wrapper "$w" clusterops.local/controlplane
   cat >"$w/tools.go" <<'GO'
@@ -62,13 +82,14 @@ GO
     sed -n 's#^[[:space:]]*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$mod" | while read -r m; do
       go mod edit -replace="$m=$m@$staging"
     done
-    go mod tidy -e >/dev/null 2>&1 || true
+    pin_shared_libraries "${cp_packages[@]}"
     mkdir -p "$out.tmp"
-    # One invocation: shared packages compile once, and the links run side by side.
-    CGO_ENABLED=0 go build -tags tools -gcflags=all=-dwarf=false -o "$out.tmp/" \
+    # One invocation: shared packages compile once, and the links run side by side. -mod=mod
+    # fetches only the modules these packages need (`go mod tidy` would fetch every dependency's
+    # tests too: about 1 GB).
+    CGO_ENABLED=0 go build -mod=mod -tags tools -gcflags=all=-dwarf=false -o "$out.tmp/" \
       -ldflags "-s -w -X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)" \
-      k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler \
-      go.etcd.io/etcd/server/v3 sigs.k8s.io/kwok/cmd/kwok
+      "${cp_packages[@]}"
     # etcd's main package is go.etcd.io/etcd/server/v3, so go build names it after "server".
     mv "$out.tmp/server" "$out.tmp/etcd"
     # kwok refuses to start without stage definitions; the module ships the standard ones.

@@ -30,8 +30,14 @@ import (
 )
 
 // providerUser is who the provider acts as: the API server counts its requests
-// under this user's FlowSchema.
-const providerUser = "clusterops-provider"
+// under this user's FlowSchema. floorUser is the raw client the fan-out
+// compares the provider with: a peer with the same standing (a cluster-admin
+// binding, impersonated, the same priority level), since the bench's own admin
+// skips the authorization and flow control every controller passes through.
+const (
+	providerUser = "clusterops-provider"
+	floorUser    = "clusterops-floor"
+)
 
 var (
 	env            *testenv.Env
@@ -72,8 +78,10 @@ func setUp() error {
 	if _, err := testenv.ApplyFile(ctx, env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
 		return err
 	}
-	if err := identity(ctx, env.Client, providerUser); err != nil {
-		return err
+	for _, u := range []string{providerUser, floorUser} {
+		if err := identity(ctx, env.Client, u); err != nil {
+			return err
+		}
 	}
 	if provKubeconfig, err = impersonating(providerUser); err != nil {
 		return err
