@@ -4,8 +4,8 @@ SHELL := /usr/bin/env bash -o pipefail
 VERSION ?= v0.0.0-$(shell git rev-parse --short HEAD 2>/dev/null || echo dev)
 export CACHE_DIR ?= $(CURDIR)/.cache
 LDFLAGS := -s -w -X github.com/clusterops/provider-clusterops/internal/version.Version=$(VERSION)
-# make bench builds the provider without -trimpath and with the control plane's compiler flags, as
-# it builds its test binary, so the three share every package they compile (cluster/local/bench.sh).
+# make bench builds the provider, like its test binary, without -trimpath and with the control
+# plane's compiler flags, so the three builds share every package they compile (cluster/local/bench.sh).
 GO_BUILD_FLAGS ?= -trimpath
 ENVTEST_DIR = $(shell cluster/local/build-tools.sh envtest-dir)
 # Integration tests start API servers; two packages at a time suit a 2-core machine.
