@@ -7,27 +7,26 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=common.sh
 source "$here/common.sh"
+# shellcheck source=wait.sh
+source "$here/wait.sh"
 demo="$CACHE_DIR/demo"
 mkdir -p "$demo"
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 kc() { kubectl --kubeconfig "$kubeconfig" "$@"; }
 
-# ready_or_fail <kind> <name>: waits up to 60s for managed resource <kind>/<name> in namespace demo
-# to be Ready, failing at once with the provider's log if the provider exits.
-ready_or_fail() {
-  for _ in $(seq 600); do
-    if ! kill -0 "$provider_pid" 2>/dev/null; then
-      echo "the provider exited; last lines of its log:" >&2
-      tail -20 "$demo/provider.log" >&2
-      return 1
-    fi
-    [[ "$(kc -n "${3:-demo}" get "$1" "$2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]] && { echo "$1/$2 is Ready"; return 0; }
-    sleep 0.1
-  done
-  echo "$1/$2 is not Ready after 60s:" >&2
-  kc -n demo get "$1" "$2" -o yaml >&2
-  return 1
+# Conditions for wait_for that need more than one command.
+provider_exited() { ! kill -0 "$provider_pid" 2>/dev/null; }
+pod_replaced() {
+  uid="$(kc_poll -n demo get pod example-immortalcontainer-immortalpod -o jsonpath='{.metadata.uid}' 2>/dev/null)" &&
+    [[ -n "$uid" && "$uid" != "$old" ]]
+}
+more_replicasets() { [[ "$(kc_poll -n demo get replicasets -l app=nginx --no-headers 2>/dev/null | wc -l)" -gt "$before" ]]; }
+
+# deleted <namespace> <kind> <name>: kubectl's own --wait would not notice the provider's exit.
+deleted() {
+  kc -n "$1" delete "$2" "$3" --wait=false
+  wait_for 60 "$2/$3 in namespace $1 was not deleted" gone "$@"
 }
 
 started_cluster=false
@@ -39,7 +38,11 @@ cleanup() {
     exit "$rc"
   fi
   if [[ -n "$provider_pid" ]] && kill -0 "$provider_pid" 2>/dev/null; then
-    kill "$provider_pid" && wait "$provider_pid" 2>/dev/null || true
+    watch_process # its exit is now the goal, not a failure
+    kill "$provider_pid" 2>/dev/null || true
+    wait_for 30 "the provider (pid $provider_pid) did not exit on SIGTERM" provider_exited ||
+      kill -KILL "$provider_pid" 2>/dev/null || true
+    wait "$provider_pid" 2>/dev/null || true
   fi
   $started_cluster && "$here/cluster-down.sh" >&2
   [[ $rc -ne 0 ]] && echo "demo failed; provider log: $demo/provider.log" >&2
@@ -69,6 +72,7 @@ say "Running the provider (log: $demo/provider.log)"
 KUBECONFIG="$kubeconfig" "$demo/provider" --debug --namespace crossplane-system \
   --metrics-bind-address=127.0.0.1:0 --health-probe-bind-address=0 >"$demo/provider.log" 2>&1 &
 provider_pid=$!
+watch_process provider "$provider_pid" "$demo/provider.log"
 
 say "Providing a volume for the AppBundle's claim (the local control plane has no provisioner)"
 kc apply -f - <<YAML
@@ -97,7 +101,7 @@ say "Deleting its pod: the provider replaces it on the watch event"
 old="$(kc -n demo get pod example-immortalcontainer-immortalpod -o jsonpath='{.metadata.uid}')"
 start=$(date +%s%N)
 kc -n demo delete pod example-immortalcontainer-immortalpod --wait=false >/dev/null
-until uid="$(kc -n demo get pod example-immortalcontainer-immortalpod -o jsonpath='{.metadata.uid}' 2>/dev/null)" && [[ -n "$uid" && "$uid" != "$old" ]]; do sleep 0.05; done
+wait_for 30 "the pod example-immortalcontainer-immortalpod was not recreated" pod_replaced
 echo "new pod $uid after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 ready_or_fail immortalcontainer example-immortalcontainer >/dev/null
 kc -n demo get immortalcontainer example-immortalcontainer -o jsonpath='{"restarts: "}{.status.atProvider.restarts}{"\nstartTimes: "}{.status.atProvider.startTimes}{"\n"}'
@@ -105,7 +109,8 @@ kc -n demo get immortalcontainer example-immortalcontainer -o jsonpath='{"restar
 say "Editing the AppBundle's Deployment behind its back: the edit is reverted on the watch event"
 kc -n demo set image deployment/my-web-app app=evil:latest >/dev/null
 start=$(date +%s%N)
-until [[ "$(kc -n demo get deployment my-web-app -o jsonpath='{.spec.template.spec.containers[0].image}')" == nginx:1.21 ]]; do sleep 0.05; done
+wait_for 30 "the image of deployment/my-web-app was not restored to nginx:1.21" \
+  output_is nginx:1.21 -n demo get deployment my-web-app -o jsonpath='{.spec.template.spec.containers[0].image}'
 echo "image restored to nginx:1.21 after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 
 say "Changing nginx.conf: the ConfigRollout rolls the nginx Deployment (a new ReplicaSet)"
@@ -113,7 +118,7 @@ ready_or_fail configrollout nginx >/dev/null
 before="$(kc -n demo get replicasets -l app=nginx --no-headers | wc -l)"
 kc -n demo patch configmap nginx-conf --type merge -p '{"data":{"nginx.conf":"events {}\nhttp { server { listen 80; return 200 \"changed\\n\"; } }\n"}}' >/dev/null
 start=$(date +%s%N)
-until [[ "$(kc -n demo get replicasets -l app=nginx --no-headers | wc -l)" -gt "$before" ]]; do sleep 0.05; done
+wait_for 30 "no new ReplicaSet of the nginx Deployment appeared" more_replicasets
 echo "new ReplicaSet after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 kc -n demo get configrollouts
 kc -n demo get replicasets -l app=nginx
@@ -123,11 +128,13 @@ ready_or_fail copyrule copyrator default >/dev/null
 kc get copyrules -A
 kc create namespace demo-newcomer >/dev/null
 start=$(date +%s%N)
-until kc -n demo-newcomer get configmap copyrator-greeting >/dev/null 2>&1; do sleep 0.05; done
+wait_for 30 "configmap copyrator-greeting was not copied into namespace demo-newcomer" \
+  exists demo-newcomer configmap copyrator-greeting
 echo "copy in the new namespace after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 kc -n default patch configmap copyrator-greeting --type merge -p '{"data":{"greeting":"changed at the source"}}' >/dev/null
 start=$(date +%s%N)
-until [[ "$(kc -n demo get configmap copyrator-greeting -o jsonpath='{.data.greeting}')" == "changed at the source" ]]; do sleep 0.05; done
+wait_for 30 "the source's change did not reach configmap copyrator-greeting in namespace demo" \
+  output_is "changed at the source" -n demo get configmap copyrator-greeting -o jsonpath='{.data.greeting}'
 echo "source change reached the copies after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 
 say "Configs and their users"
@@ -135,9 +142,9 @@ kc get clusterproviderconfigs
 kc get providerconfigs,providerconfigusages -A
 
 say "Deleting the examples: the claim outlives its AppBundle (pvcDeletionPolicy: Retain)"
-kc -n demo delete immortalcontainer example-immortalcontainer --wait=true --timeout=60s
-kc -n demo delete appbundle my-web-app --wait=true --timeout=60s
-kc -n default delete copyrule copyrator --wait=true --timeout=60s
+deleted demo immortalcontainer example-immortalcontainer
+deleted demo appbundle my-web-app
+deleted default copyrule copyrator
 echo "copies of copyrator-greeting left: $(kc get configmaps -A -l copy.clusterops.io/rule-uid --no-headers 2>/dev/null | grep -c copyrator-greeting || true)"
 kc delete namespace demo-newcomer --wait=false >/dev/null
 kc -n demo get deployments,pods,services,pvc 2>&1

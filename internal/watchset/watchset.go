@@ -73,6 +73,10 @@ type Set struct {
 	watches  map[key]*running
 	owners   map[types.NamespacedName]map[key]struct{}
 	interest map[types.NamespacedName]Interest
+
+	// startHook, set only by tests, runs as each watch starts with the watch's
+	// context; its error fails the start.
+	startHook func(ctx context.Context, w Watch) error
 }
 
 // An Interest tells whether an event of watch w about object o concerns its
@@ -112,7 +116,9 @@ func (s *Set) Source() source.Source {
 }
 
 // Ensure makes ws the complete set of watches owner needs on cluster c: missing
-// ones start, ones that owner alone needed and no longer names stop.
+// ones start, ones that owner alone needed and no longer names stop. It is all
+// or nothing: if a watch cannot start, the ones this call started stop and
+// owner keeps the watches it had.
 func (s *Set) Ensure(owner types.NamespacedName, c *target.Cluster, ws ...Watch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -120,20 +126,29 @@ func (s *Set) Ensure(owner types.NamespacedName, c *target.Cluster, ws ...Watch)
 	for _, w := range ws {
 		want[key{cluster: c.ID, Watch: w}] = struct{}{}
 	}
+	// Start first and release after: a failed start must leave no informer
+	// running unowned, and no key in s.owners without its watch.
+	started := make([]key, 0, len(want))
+	for k := range want {
+		if _, ok := s.watches[k]; ok {
+			continue
+		}
+		if _, err := s.start(c, k); err != nil {
+			for _, sk := range started {
+				s.watches[sk].stop()
+				delete(s.watches, sk)
+			}
+			return err
+		}
+		started = append(started, k)
+	}
 	for k := range s.owners[owner] {
 		if _, ok := want[k]; !ok {
 			s.release(owner, k)
 		}
 	}
 	for k := range want {
-		r, ok := s.watches[k]
-		if !ok {
-			var err error
-			if r, err = s.start(c, k); err != nil {
-				return err
-			}
-		}
-		r.owners[owner] = struct{}{}
+		s.watches[k].owners[owner] = struct{}{}
 	}
 	if len(want) == 0 {
 		delete(s.owners, owner)
@@ -179,7 +194,8 @@ func (s *Set) Synced(owner types.NamespacedName) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range s.owners[owner] {
-		if !s.watches[k].informer.HasSynced() {
+		// A watch missing from s.watches will never sync; never dereference it.
+		if r, ok := s.watches[k]; !ok || !r.informer.HasSynced() {
 			return false
 		}
 	}
@@ -254,6 +270,12 @@ func (s *Set) start(c *target.Cluster, k key) (*running, error) {
 		s.log.Debug("Watch failed; retrying", "resource", k.Resource.String(), "namespace", k.Namespace, "labels", k.Labels, "fields", k.Fields, "error", err)
 	})
 	ctx, stop := context.WithCancel(s.ctx)
+	if s.startHook != nil {
+		if err := s.startHook(ctx, k.Watch); err != nil {
+			stop()
+			return nil, err
+		}
+	}
 	r.stop = stop
 	go inf.RunWithContext(ctx)
 	s.watches[k] = r

@@ -2,6 +2,7 @@ package watchset_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"testing"
@@ -218,5 +219,92 @@ func TestInterestNarrowsEvents(t *testing.T) {
 		if diff := cmp.Diff(tc.want, count(received(q, time.Second))); diff != "" {
 			t.Errorf("events of %s: -want +got:\n%s", tc.name, diff)
 		}
+	}
+}
+
+// named is a watch of the ConfigMap called name in namespace ns.
+func named(ns, name string) watchset.Watch {
+	w := configMaps
+	w.Namespace, w.Fields = ns, "metadata.name="+name
+	return w
+}
+
+// TestEnsureIsAllOrNothing checks that when one of several new watches cannot
+// start, the ones started before it stop and the owner keeps its old watches.
+func TestEnsureIsAllOrNothing(t *testing.T) {
+	ctx, s, q, c := started(t)
+	ns := env.Namespace(t, "watchset-all-or-nothing", nil)
+	owner := types.NamespacedName{Namespace: ns, Name: "owner"}
+	if err := s.Ensure(owner, c, named(ns, "old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitSynced(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	before := s.Len()
+
+	// The second watch to start fails; the contexts tell which were stopped.
+	errBoom := errors.New("boom")
+	var starts []context.Context
+	watchset.SetStartHook(s, func(ctx context.Context, _ watchset.Watch) error {
+		starts = append(starts, ctx)
+		if len(starts) == 2 {
+			return errBoom
+		}
+		return nil
+	})
+	if err := s.Ensure(owner, c, named(ns, "a"), named(ns, "b"), named(ns, "c")); !errors.Is(err, errBoom) {
+		t.Fatalf("Ensure(...) = %v, want %v", err, errBoom)
+	}
+	if diff := cmp.Diff(2, len(starts)); diff != "" {
+		t.Fatalf("starts attempted: -want +got:\n%s", diff)
+	}
+	for i, sc := range starts {
+		if sc.Err() == nil {
+			t.Errorf("watch started %d of the failed Ensure still runs", i+1)
+		}
+	}
+	if diff := cmp.Diff(before, s.Len()); diff != "" {
+		t.Errorf("watches after a failed Ensure: -want +got:\n%s", diff)
+	}
+	if !s.Synced(owner) {
+		t.Error("Synced(owner) = false after a failed Ensure, want its old watch still synced")
+	}
+	// The old watch still runs and still enqueues its owner.
+	if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old"}}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[types.NamespacedName]int{owner: 1}, count(received(q, time.Second))); diff != "" {
+		t.Errorf("event on the old watch: -want +got:\n%s", diff)
+	}
+	// Nothing was left running that Forget does not know of.
+	s.Forget(owner)
+	if diff := cmp.Diff(0, s.Len()); diff != "" {
+		t.Errorf("watches after Forget: -want +got:\n%s", diff)
+	}
+}
+
+// TestSyncedAfterFailedEnsure checks that Synced neither panics nor loses the
+// owner's watch after an Ensure that would have released it failed.
+func TestSyncedAfterFailedEnsure(t *testing.T) {
+	ctx, s, _, c := started(t)
+	ns := env.Namespace(t, "watchset-synced", nil)
+	owner := types.NamespacedName{Namespace: ns, Name: "owner"}
+	if err := s.Ensure(owner, c, named(ns, "old")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.WaitSynced(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	errBoom := errors.New("boom")
+	watchset.SetStartHook(s, func(context.Context, watchset.Watch) error { return errBoom })
+	if err := s.Ensure(owner, c, named(ns, "new")); !errors.Is(err, errBoom) {
+		t.Fatalf("Ensure(...) = %v, want %v", err, errBoom)
+	}
+	if !s.Synced(owner) {
+		t.Error("Synced(owner) = false after a failed Ensure, want its old watch still synced")
+	}
+	if diff := cmp.Diff(1, s.Len()); diff != "" {
+		t.Errorf("watches after a failed Ensure: -want +got:\n%s", diff)
 	}
 }

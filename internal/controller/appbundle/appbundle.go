@@ -28,6 +28,7 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/ownership"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
@@ -81,30 +82,35 @@ func (e *external) get(ctx context.Context, ns, name string, o client.Object) (b
 	return err == nil, errors.Wrapf(err, "cannot get %T %q", o, name)
 }
 
+// children reads the AppBundle's objects: those it marked, and the unmarked
+// ones it wants and may adopt. Another object named like one it wants is a
+// conflict, reported as an error; one it does not want, or any unmarked one
+// while the AppBundle is being deleted, is left alone and never blocks it.
 func (e *external) children(ctx context.Context, ab *v1alpha1.AppBundle) (children, error) {
 	var c children
 	d, p, s := &appsv1.Deployment{}, &corev1.PersistentVolumeClaim{}, &corev1.Service{}
 	for _, x := range []struct {
-		name string
-		obj  client.Object
-		set  func()
+		name   string
+		obj    client.Object
+		wanted bool
+		set    func()
 	}{
-		{ab.GetName(), d, func() { c.deployment = d }},
-		{PVCName(ab), p, func() { c.pvc = p }},
-		{ab.GetName(), s, func() { c.service = s }},
+		{ab.GetName(), d, true, func() { c.deployment = d }},
+		{PVCName(ab), p, true, func() { c.pvc = p }},
+		{ab.GetName(), s, wantsService(ab), func() { c.service = s }},
 	} {
 		ok, err := e.get(ctx, ab.GetNamespace(), x.name, x.obj)
 		if err != nil {
 			return c, err
 		}
-		if !ok {
-			continue
-		}
-		if !ownedBy(x.obj, ab) && !ab.Spec.ForProvider.AdoptExisting {
+		switch ownership.Decide(ownership.Facts{Exists: ok, Marked: ok && ownedBy(x.obj, ab), Wanted: x.wanted, Adopt: ab.Spec.ForProvider.AdoptExisting, Deleting: meta.WasDeleted(ab)}) {
+		case ownership.Mine:
+			x.set()
+		case ownership.InTheWay:
 			kind := fmt.Sprintf("%T", x.obj)[len("*v1."):]
 			return c, errors.Errorf("%s %q exists and was not created by this AppBundle: it is left alone; delete or rename it, or set spec.forProvider.adoptExisting: true to take it over", kind, x.name)
+		case ownership.None:
 		}
-		x.set()
 	}
 	return c, nil
 }

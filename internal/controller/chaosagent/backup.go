@@ -18,6 +18,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/ownership"
 )
 
 const (
@@ -101,10 +102,16 @@ func (b *backup) load(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrapf(err, "cannot get backup ConfigMap %q", b.key().Name)
 	}
-	if cm.GetLabels()[LabelBackupOf] != b.agent.GetName() {
+	switch ownership.Decide(ownership.Facts{Exists: true, Marked: cm.GetLabels()[LabelBackupOf] == b.agent.GetName(), Wanted: true, Deleting: meta.WasDeleted(b.agent)}) {
+	case ownership.Mine:
+		b.cm = cm
+	case ownership.InTheWay:
 		return errors.Errorf("ConfigMap %q exists but is not the backup of this ChaosAgent; rename or delete it", b.key().Name)
+	case ownership.None:
+		// Someone else's, and the agent is going: it never held a backup
+		// there, so there is nothing to restore and nothing to delete.
+		b.cm = nil
 	}
-	b.cm = cm
 	return nil
 }
 

@@ -19,11 +19,13 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/ownership"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
@@ -71,13 +73,26 @@ func backoffOf(ic *v1alpha1.ImmortalContainer) v1alpha1.RestartBackoff {
 	return defaultBackoff
 }
 
+// get reads the ImmortalContainer's pod; nil when there is none of its own. A
+// pod of that name it did not create is an error while it wants the name, and
+// is left alone, as if absent, once it is being deleted.
 func (e *external) get(ctx context.Context, ic *v1alpha1.ImmortalContainer) (*corev1.Pod, error) {
 	pod := &corev1.Pod{}
 	err := e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: ic.GetNamespace(), Name: PodName(ic)}, pod)
 	if kerrors.IsNotFound(err) {
 		return nil, nil
 	}
-	return pod, errors.Wrapf(err, "cannot get pod %q", PodName(ic))
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot get pod %q", PodName(ic))
+	}
+	switch ownership.Decide(ownership.Facts{Exists: true, Marked: ownedBy(pod, ic), Wanted: true, Deleting: meta.WasDeleted(ic)}) {
+	case ownership.Mine:
+		return pod, nil
+	case ownership.InTheWay:
+		return nil, errors.Errorf("pod %q exists but was not created by this ImmortalContainer; delete or rename it", pod.GetName())
+	default:
+		return nil, nil
+	}
 }
 
 func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalObservation, error) {
@@ -88,9 +103,6 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 	if pod == nil {
 		ic.Status.AtProvider.CurrentPod = ""
 		return managed.ExternalObservation{ResourceExists: false}, nil
-	}
-	if !ownedBy(pod, ic) {
-		return managed.ExternalObservation{}, errors.Errorf("pod %q exists but was not created by this ImmortalContainer; delete or rename it", pod.GetName())
 	}
 	ic.Status.AtProvider.CurrentPod = pod.GetName()
 	if !ended(pod) {
@@ -174,7 +186,7 @@ func (e *external) Update(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 func (e *external) Delete(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalDelete, error) {
 	ic.SetConditions(xpv2.Deleting())
 	pod, err := e.get(ctx, ic)
-	if err != nil || pod == nil || !ownedBy(pod, ic) {
+	if err != nil || pod == nil {
 		return managed.ExternalDelete{}, err
 	}
 	return managed.ExternalDelete{}, e.deletePod(ctx, pod)

@@ -1,0 +1,56 @@
+// Package ownership decides what a managed resource may do with an object that
+// stands where one of its own would: the one rule every kind follows so that
+// nothing a user owns is taken over or deleted without an explicit policy, and
+// an object in the way never keeps a managed resource from being deleted.
+package ownership
+
+// A Stake is what a managed resource may do with an existing object named like
+// one it manages.
+type Stake int
+
+const (
+	// None: absent, or someone else's that the managed resource leaves alone:
+	// it does not want it, or it is being deleted.
+	None Stake = iota
+	// Mine: the managed resource made it or adopted it (it carries its mark),
+	// or adopts it now. It may write and delete it.
+	Mine
+	// InTheWay: someone else's, wanted by the managed resource and not to be
+	// adopted. A conflict to report; it is never written.
+	InTheWay
+)
+
+// Facts are what is known of an object named like one a managed resource
+// manages.
+type Facts struct {
+	// Exists: there is such an object.
+	Exists bool
+	// Marked: it carries the managed resource's ownership mark.
+	Marked bool
+	// Wanted: the managed resource's spec asks for this object now.
+	Wanted bool
+	// Adopt: the spec allows taking over an existing object it wants.
+	Adopt bool
+	// Deleting: the managed resource is being deleted.
+	Deleting bool
+}
+
+// Decide returns the managed resource's stake in an object. An object it
+// marked is its own whatever its spec says (so one no longer wanted can be
+// removed); an unmarked one is taken only when wanted and adoption is allowed,
+// and never while the managed resource is being deleted, which removes only
+// what it marked.
+func Decide(f Facts) Stake {
+	switch {
+	case !f.Exists:
+		return None
+	case f.Marked:
+		return Mine
+	case f.Deleting || !f.Wanted:
+		return None
+	case f.Adopt:
+		return Mine
+	default:
+		return InTheWay
+	}
+}

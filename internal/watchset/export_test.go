@@ -1,0 +1,12 @@
+package watchset
+
+import "context"
+
+// SetStartHook makes f run as each watch of s starts, with the watch's
+// context; an error from f fails that start. Tests use it to make a start fail
+// and to see that a watch's informer was stopped.
+func SetStartHook(s *Set, f func(ctx context.Context, w Watch) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.startHook = f
+}
