@@ -16,9 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -79,49 +77,36 @@ var workloadChanges = builder.WithPredicates(predicate.Or(predicate.GenerationCh
 // Setup adds the ConfigRollout controller to mgr.
 func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 	ws := watchset.New(o.Logger.WithValues("controller", managed.ControllerName(v1alpha1.ConfigRolloutGroupKind)))
-	byNamespace := handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		return rollouts(ctx, mgr.GetClient(), o.GetNamespace())
-	})
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ConfigRollout{}, indexWorkloads, indexValues); err != nil {
+		return errors.Wrap(err, "cannot index ConfigRollouts by workload")
+	}
+	own := newOwnWrites()
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ConfigRollout]{
 		GroupKind: v1alpha1.ConfigRolloutGroupKind,
 		Kind:      resource.ManagedKind(v1alpha1.ConfigRolloutGroupVersionKind),
 		Object:    &v1alpha1.ConfigRollout{},
 		List:      &v1alpha1.ConfigRolloutList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
-			return &external{cluster: c, record: rec, now: time.Now, watches: ws}
+			return &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own}
 		},
 		// Each source is watched by name, as metadata only, on the cluster the
 		// ConfigRollout acts on: only referenced ConfigMaps and Secrets are
 		// cached, never their content, and any change still bumps the
 		// resourceVersion that brings an event.
 		WatchSet: ws,
-		// Workloads are watched as metadata only.
+		// Workloads are watched as metadata only; an event reconciles the
+		// rollouts that reference the workload (indexWorkloads).
 		Watch: func(b *builder.Builder) *builder.Builder {
+			c := mgr.GetClient()
 			return b.
 				// A new, deleted or re-templated workload matters, and so does a
 				// released claim (an annotation); status churn does not.
-				Watches(&appsv1.Deployment{}, byNamespace, builder.OnlyMetadata, workloadChanges).
-				Watches(&appsv1.StatefulSet{}, byNamespace, builder.OnlyMetadata, workloadChanges).
-				Watches(&appsv1.DaemonSet{}, byNamespace, builder.OnlyMetadata, workloadChanges)
+				Watches(&appsv1.Deployment{}, workloadHandler(KindDeployment, c, own), builder.OnlyMetadata, workloadChanges).
+				Watches(&appsv1.StatefulSet{}, workloadHandler(KindStatefulSet, c, own), builder.OnlyMetadata, workloadChanges).
+				Watches(&appsv1.DaemonSet{}, workloadHandler(KindDaemonSet, c, own), builder.OnlyMetadata, workloadChanges)
 		},
 		Options: []managed.ReconcilerOption{managed.WithPollIntervalHook(untilDebounced(time.Now))},
 	})
-}
-
-func rollouts(ctx context.Context, c client.Reader, ns string) []reconcile.Request {
-	l := &v1alpha1.ConfigRolloutList{}
-	if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
-		return nil
-	}
-	return requests(l)
-}
-
-func requests(l *v1alpha1.ConfigRolloutList) []reconcile.Request {
-	out := make([]reconcile.Request, 0, len(l.Items))
-	for _, cr := range l.Items {
-		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: cr.Namespace, Name: cr.Name}})
-	}
-	return out
 }
 
 // untilDebounced brings the next reconcile forward to the end of a debounce window.
@@ -145,6 +130,7 @@ type external struct {
 	record  event.Recorder
 	now     func() time.Time
 	watches *watchset.Set
+	own     *ownWrites
 
 	// observed is the status Observe worked out. The managed reconciler may
 	// update the ConfigRollout between Observe and Update (to add its
@@ -349,7 +335,20 @@ func (e *external) roll(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, n
 	if err := unstructured.SetNestedField(u.Object, hash, "spec", "template", "metadata", "annotations", AnnotationHash); err != nil {
 		return errors.Wrap(err, "cannot build rollout patch")
 	}
+	// The workload watches are on the local cluster: only there is the event
+	// of this write to be told apart.
+	track := e.cluster.Local && e.own != nil
+	if track {
+		e.own.begin(cr.GetNamespace(), kind, name, cr.GetName())
+	}
 	err := e.cluster.Client.Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager(cr)), client.ForceOwnership) //nolint:staticcheck // Unstructured server-side apply.
+	if track {
+		g := u.GetGeneration()
+		if err != nil {
+			g = 0
+		}
+		e.own.done(cr.GetNamespace(), kind, name, cr.GetName(), g)
+	}
 	if kerrors.IsNotFound(err) {
 		// Gone since we looked; the next observation will not select it.
 		return nil

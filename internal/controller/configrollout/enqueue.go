@@ -1,0 +1,191 @@
+package configrollout
+
+import (
+	"context"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+)
+
+// indexWorkloads is the field index of ConfigRollouts by the workloads an
+// event may concern: "Deployment/web" for a named one, and the markers
+// selectorMarker and autoMarker for rollouts that pick workloads by label or
+// by use. A workload event then reconciles the rollouts that name it, not
+// every rollout of its namespace: with N rollouts in one namespace, that is
+// what keeps converging them O(N) rather than O(N²).
+const indexWorkloads = "configrollout.workloads"
+
+const (
+	selectorMarker = "@selector"
+	autoMarker     = "@auto"
+)
+
+// indexValues are a ConfigRollout's values of indexWorkloads.
+func indexValues(o client.Object) []string {
+	cr, ok := o.(*v1alpha1.ConfigRollout)
+	if !ok {
+		return nil
+	}
+	p := cr.Spec.ForProvider
+	switch {
+	case len(p.Workloads) > 0:
+		out := make([]string, 0, len(p.Workloads))
+		for _, w := range p.Workloads {
+			out = append(out, workloadKey(w.Kind, w.Name))
+		}
+		return out
+	case p.Selector != nil:
+		return []string{selectorMarker}
+	default:
+		return []string{autoMarker}
+	}
+}
+
+func workloadKey(kind, name string) string { return kind + "/" + name }
+
+// ownWrites remembers each ConfigRollout's write to a workload, so that the
+// event of that write does not reconcile the rollout that made it: it already
+// knows. A write is marked before it is sent, as its event may arrive before
+// its response, and completed with the generation it gave the workload; an
+// event of any other generation is someone else's edit, and is heard. An edit
+// made just before our write, whose event the mark takes for ours, is still
+// heard: our own event, which then comes unmatched, reconciles the rollout.
+type ownWrites struct {
+	mu sync.Mutex
+	by map[types.NamespacedName]ownWrite // workload "Kind/name" in its namespace
+}
+
+type ownWrite struct {
+	rollout    string
+	generation int64 // 0 while the write is in flight
+}
+
+func newOwnWrites() *ownWrites {
+	return &ownWrites{by: map[types.NamespacedName]ownWrite{}}
+}
+
+func ownKey(ns, kind, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: workloadKey(kind, name)}
+}
+
+// begin marks a write of rollout to a workload as in flight.
+func (w *ownWrites) begin(ns, kind, name, rollout string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.by[ownKey(ns, kind, name)] = ownWrite{rollout: rollout}
+}
+
+// done completes the write with the generation it left, or forgets it when it
+// failed (generation 0). A write whose event was already heard is not marked
+// again.
+func (w *ownWrites) done(ns, kind, name, rollout string, generation int64) {
+	k := ownKey(ns, kind, name)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ow, ok := w.by[k]
+	switch {
+	case !ok || ow.rollout != rollout || ow.generation != 0:
+	case generation == 0:
+		delete(w.by, k)
+	default:
+		w.by[k] = ownWrite{rollout: rollout, generation: generation}
+	}
+}
+
+// writer returns the rollout whose own write o is, and forgets the write:
+// each is heard of once.
+func (w *ownWrites) writer(kind string, o client.Object) string {
+	k := ownKey(o.GetNamespace(), kind, o.GetName())
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ow, ok := w.by[k]
+	if !ok || o.GetAnnotations()[AnnotationClaim] != ow.rollout || (ow.generation != 0 && ow.generation != o.GetGeneration()) {
+		return ""
+	}
+	delete(w.by, k)
+	return ow.rollout
+}
+
+func (w *ownWrites) forget(kind string, o client.Object) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.by, ownKey(o.GetNamespace(), kind, o.GetName()))
+}
+
+// referencing returns the ConfigRollouts a workload event may concern: those
+// that name the workload, the one its claim names, those whose selector
+// matches its labels, and the automatic ones of its namespace (which of them
+// it uses is in its pod template, which the metadata watch does not carry).
+func referencing(ctx context.Context, c client.Reader, kind string, o client.Object) []reconcile.Request {
+	ns := o.GetNamespace()
+	seen := map[string]bool{}
+	var out []reconcile.Request
+	add := func(name string) {
+		if name != "" && !seen[name] {
+			seen[name] = true
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		}
+	}
+	add(o.GetAnnotations()[AnnotationClaim])
+	for _, v := range []string{workloadKey(kind, o.GetName()), autoMarker, selectorMarker} {
+		l := &v1alpha1.ConfigRolloutList{}
+		if err := c.List(ctx, l, client.InNamespace(ns), client.MatchingFields{indexWorkloads: v}); err != nil {
+			continue
+		}
+		for i := range l.Items {
+			if v == selectorMarker && !selects(l.Items[i].Spec.ForProvider.Selector, o.GetLabels()) {
+				continue
+			}
+			add(l.Items[i].GetName())
+		}
+	}
+	return out
+}
+
+func selects(s *metav1.LabelSelector, l map[string]string) bool {
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	return err == nil && sel.Matches(labels.Set(l))
+}
+
+// workloadHandler maps events of one workload kind to the ConfigRollouts they
+// concern, leaving out the rollout whose own write an update is.
+func workloadHandler(kind string, c client.Reader, own *ownWrites) handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], skip string, objs ...client.Object) {
+		for _, o := range objs {
+			for _, r := range referencing(ctx, c, kind, o) {
+				if r.Name != skip {
+					q.Add(r)
+				}
+			}
+		}
+	}
+	// TypedFuncs ranks events of the initial list and of resyncs below real
+	// changes when the controller's queue is a priority queue.
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			enqueue(ctx, q, "", e.Object)
+		},
+		UpdateFunc: func(ctx context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			w := own.writer(kind, e.ObjectNew)
+			if w != "" && e.ObjectOld.GetAnnotations()[AnnotationClaim] == w {
+				// A new hash in the pod template of a workload the writer
+				// already held changes nothing any other rollout decides on.
+				return
+			}
+			enqueue(ctx, q, w, e.ObjectOld, e.ObjectNew)
+		},
+		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			own.forget(kind, e.Object)
+			enqueue(ctx, q, "", e.Object)
+		},
+	}
+}

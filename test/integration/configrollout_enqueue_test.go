@@ -1,0 +1,72 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+)
+
+// TestConfigRolloutWorkloadEventReconcilesOnlyItsRollouts puts many
+// ConfigRollouts in one namespace, each naming its own Deployment and
+// ConfigMap. An edit of one Deployment reconciles the one rollout that names
+// it, once: not the other rollouts of the namespace, and not the rollout
+// again for its own repair. A reconcile of rollout i reads ConfigMap cm-i,
+// which is how the test tells which rollouts were reconciled.
+func TestConfigRolloutWorkloadEventReconcilesOnlyItsRollouts(t *testing.T) {
+	const n = 12
+	ns := env.Namespace(t, "rollout-fleet", nil)
+	for i := range n {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: ns}, Data: map[string]string{"k": "v"}}
+		cr := &workloadv1alpha1.ConfigRollout{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r-%d", i), Namespace: ns},
+			Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+				ConfigMaps: []workloadv1alpha1.SourceRef{{Name: cm.Name}},
+				Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: fmt.Sprintf("d-%d", i)}},
+			}},
+		}
+		create(t, cm, consumer(ns, fmt.Sprintf("d-%d", i), cm.Name), cr)
+	}
+	for i := range n {
+		rolledTo(t, ns, fmt.Sprintf("r-%d", i), fmt.Sprintf("d-%d", i))
+	}
+
+	// drift removes Deployment i's hash and waits for its rollout to put it
+	// back: one reconcile, ending in one write.
+	drift := func(i int) {
+		t.Helper()
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%d", i)}}
+		p := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"annotations":{"`+hashKey+`":null}}}}}`))
+		if err := env.Client.Patch(context.Background(), d, p); err != nil {
+			t.Fatal(err)
+		}
+		rolledTo(t, ns, fmt.Sprintf("r-%d", i), d.Name)
+	}
+	// The first edit settles whatever the fleet's creation left queued.
+	drift(0)
+	mark := env.Requests.Len()
+	drift(3)
+	// The queue is served in order: once this later edit is repaired, every
+	// reconcile the first one caused has run.
+	drift(7)
+
+	reads := map[string]int{}
+	for _, r := range env.Requests.Since(mark) {
+		if strings.HasPrefix(r, "GET /api/v1/namespaces/"+ns+"/configmaps/") {
+			reads[path.Base(r)]++
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"cm-3": 1, "cm-7": 1}, reads); diff != "" {
+		t.Errorf("ConfigMaps read after two Deployment edits (one per reconcile of the rollout naming them): -want, +got:\n%s", diff)
+	}
+}
