@@ -26,7 +26,7 @@ type result struct {
 func runHelpers(t *testing.T, script string, env ...string) result {
 	t.Helper()
 	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not found")
+		t.Fatal("bash not found: the demo and every script under cluster/local need it")
 	}
 	// A hang is the bug under test; the guard turns it into a failure instead of a stuck test.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
