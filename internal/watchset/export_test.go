@@ -10,3 +10,11 @@ func SetStartHook(s *Set, f func(ctx context.Context, w Watch) error) {
 	defer s.mu.Unlock()
 	s.startHook = f
 }
+
+// SetCoalesceAbove makes groups of name watches of s share one informer once
+// they hold more than n names.
+func SetCoalesceAbove(s *Set, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.coalesceAbove = n
+}

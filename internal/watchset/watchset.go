@@ -6,14 +6,24 @@
 // acts on. So the provider caches what its managed resources reference, never
 // every ConfigMap or Secret in a cluster, and hears of changes on remote
 // clusters as quickly as on its own.
+//
+// Watches of one object by name coalesce: once more than a few of them name
+// objects of one resource in one namespace, one metadata-only watch of that
+// namespace serves them all, and routes each event to the owners of the
+// object's name only. An informer costs an API-server watch and about ten
+// goroutines, so a thousand managed resources naming a thousand ConfigMaps
+// would otherwise hold a thousand watches; coalesced, watches grow with the
+// namespaces in use, not with the references.
 package watchset
 
 import (
 	"context"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,6 +49,12 @@ type Watch struct {
 	Namespace string
 	// Labels and Fields are selectors the API server filters by, such as
 	// "app=web" or "metadata.name=nginx-conf". Empty selects everything.
+	//
+	// A watch of exactly "metadata.name=<name>" in a namespace, without
+	// labels, is a name watch: once more than coalesceAbove of them name
+	// objects of one resource in one namespace, they share one watch of the
+	// namespace instead of holding one each. Their owners see no difference
+	// but the API-server watches and goroutines saved.
 	Labels string
 	Fields string
 	// KeepLabels keeps the watched objects' labels and deletion marks in the
@@ -47,16 +63,52 @@ type Watch struct {
 	KeepLabels bool
 }
 
+// coalesceAbove is how many name watches of a group run an informer each;
+// one more and the group shares one. A few are cheaper apart: a namespace's
+// every object is more than a few names' worth.
+const coalesceAbove = 4
+
+// nameField prefixes the Fields of a name watch.
+const nameField = "metadata.name="
+
 // key is a Watch on one cluster.
 type key struct {
 	cluster string
 	Watch
 }
 
+// A group is where name watches coalesce: one resource in one namespace of one
+// cluster.
+type group struct {
+	cluster   string
+	resource  schema.GroupVersionResource
+	namespace string
+}
+
+// named returns the group of a name watch and the name it watches; false for
+// any other watch. Names with characters a field selector would read as more
+// than one exact name do not coalesce, nor watches of every namespace: their
+// shared watch would be every object of the resource in the cluster.
+func (k key) named() (group, string, bool) {
+	name, ok := strings.CutPrefix(k.Fields, nameField)
+	if !ok || name == "" || strings.ContainsAny(name, ",=!\\ ") || k.Namespace == "" || k.Labels != "" || k.KeepLabels {
+		return group{}, "", false
+	}
+	return group{cluster: k.cluster, resource: k.Resource, namespace: k.Namespace}, name, true
+}
+
+// watch returns the name watch of name in g.
+func (g group) watch(name string) key {
+	return key{cluster: g.cluster, Watch: Watch{Resource: g.resource, Namespace: g.namespace, Fields: nameField + name}}
+}
+
 type running struct {
 	stop     context.CancelFunc
 	informer toolscache.SharedIndexInformer
-	owners   map[types.NamespacedName]struct{}
+	// owners are those of a watch's own informer. names, of a group's shared
+	// informer only, are the owners of each name it serves.
+	owners map[types.NamespacedName]struct{}
+	names  map[string]map[types.NamespacedName]struct{}
 }
 
 // A Set runs the watches of one controller's managed resources and turns their
@@ -68,11 +120,20 @@ type Set struct {
 	ctx  context.Context //nolint:containedctx // The lifetime of every watch: until Start returns.
 	stop context.CancelFunc
 
-	mu       sync.Mutex
-	clients  map[string]metadata.Interface
+	mu      sync.Mutex
+	clients map[string]metadata.Interface
+	// watches are the informers of one watch each; shared those serving
+	// every name watch of a group. named are the names of each group that
+	// watches run, while it shares none: a group is in shared or named,
+	// never both once Ensure returns.
 	watches  map[key]*running
+	shared   map[group]*running
+	named    map[group]map[string]struct{}
 	owners   map[types.NamespacedName]map[key]struct{}
 	interest map[types.NamespacedName]Interest
+
+	// coalesceAbove is the package constant; tests lower or raise it.
+	coalesceAbove int
 
 	// startHook, set only by tests, runs as each watch starts with the watch's
 	// context; its error fails the start.
@@ -96,8 +157,12 @@ func New(log logging.Logger) *Set {
 		stop:     stop,
 		clients:  map[string]metadata.Interface{},
 		watches:  map[key]*running{},
+		shared:   map[group]*running{},
+		named:    map[group]map[string]struct{}{},
 		owners:   map[types.NamespacedName]map[key]struct{}{},
 		interest: map[types.NamespacedName]Interest{},
+
+		coalesceAbove: coalesceAbove,
 	}
 }
 
@@ -128,27 +193,65 @@ func (s *Set) Ensure(owner types.NamespacedName, c *target.Cluster, ws ...Watch)
 	}
 	// Start first and release after: a failed start must leave no informer
 	// running unowned, and no key in s.owners without its watch.
-	started := make([]key, 0, len(want))
+	var started []key
+	var coalesced []group
+	undo := func() {
+		for _, k := range started {
+			s.stopWatch(k)
+		}
+		for _, g := range coalesced {
+			s.shared[g].stop()
+			delete(s.shared, g)
+		}
+	}
+	fresh := map[group][]key{}
 	for k := range want {
-		if _, ok := s.watches[k]; ok {
+		if _, ok := s.serving(k); ok {
 			continue
 		}
-		if _, err := s.start(c, k); err != nil {
-			for _, sk := range started {
-				s.watches[sk].stop()
-				delete(s.watches, sk)
-			}
+		if g, _, ok := k.named(); ok {
+			fresh[g] = append(fresh[g], k)
+			continue
+		}
+		if err := s.start(c, k); err != nil {
+			undo()
 			return err
 		}
 		started = append(started, k)
+	}
+	for g, ks := range fresh {
+		// Counted before owner lets go of any name: coalescing a little early
+		// costs nothing but the namespace's other objects in the store.
+		if len(s.named[g])+len(ks) > s.coalesceAbove {
+			if err := s.startShared(c, g); err != nil {
+				undo()
+				return err
+			}
+			coalesced = append(coalesced, g)
+			continue
+		}
+		for _, k := range ks {
+			if err := s.start(c, k); err != nil {
+				undo()
+				return err
+			}
+			started = append(started, k)
+		}
+	}
+	// Nothing fails from here. The shared informers started, their groups'
+	// owners move over and only then do the watches they replace stop.
+	for _, g := range coalesced {
+		s.coalesce(g)
+	}
+	// Owning before releasing leaves no informer ownerless in between, which
+	// release would stop.
+	for k := range want {
+		s.own(owner, k)
 	}
 	for k := range s.owners[owner] {
 		if _, ok := want[k]; !ok {
 			s.release(owner, k)
 		}
-	}
-	for k := range want {
-		s.watches[k].owners[owner] = struct{}{}
 	}
 	if len(want) == 0 {
 		delete(s.owners, owner)
@@ -156,6 +259,43 @@ func (s *Set) Ensure(owner types.NamespacedName, c *target.Cluster, ws ...Watch)
 	}
 	s.owners[owner] = want
 	return nil
+}
+
+// coalesce moves the owners of g's own name watches to its shared informer and
+// stops those watches; s.mu is held.
+func (s *Set) coalesce(g group) {
+	r := s.shared[g]
+	for name := range s.named[g] {
+		k := g.watch(name)
+		r.names[name] = s.watches[k].owners
+		s.stopWatch(k)
+	}
+}
+
+// own records that owner needs k, which is served; s.mu is held.
+func (s *Set) own(owner types.NamespacedName, k key) {
+	if g, name, ok := k.named(); ok {
+		if r, ok := s.shared[g]; ok {
+			if r.names[name] == nil {
+				r.names[name] = map[types.NamespacedName]struct{}{}
+			}
+			r.names[name][owner] = struct{}{}
+			return
+		}
+	}
+	s.watches[k].owners[owner] = struct{}{}
+}
+
+// serving returns the informer that serves k: its group's shared one or its
+// own; s.mu is held.
+func (s *Set) serving(k key) (*running, bool) {
+	if g, _, ok := k.named(); ok {
+		if r, ok := s.shared[g]; ok {
+			return r, true
+		}
+	}
+	r, ok := s.watches[k]
+	return r, ok
 }
 
 // SetInterest narrows the events that enqueue owner to those f says concern
@@ -181,11 +321,12 @@ func (s *Set) Forget(owner types.NamespacedName) {
 	delete(s.owners, owner)
 }
 
-// Len returns how many watches are running.
+// Len returns how many informers are running: the API-server watches the Set
+// holds, a group's shared one counting once for all its names.
 func (s *Set) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.watches)
+	return len(s.watches) + len(s.shared)
 }
 
 // Synced reports whether every watch owner needs has listed its objects, so
@@ -194,28 +335,84 @@ func (s *Set) Synced(owner types.NamespacedName) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range s.owners[owner] {
-		// A watch missing from s.watches will never sync; never dereference it.
-		if r, ok := s.watches[k]; !ok || !r.informer.HasSynced() {
+		// A watch nothing serves will never sync; never dereference it.
+		if r, ok := s.serving(k); !ok || !r.informer.HasSynced() {
 			return false
 		}
 	}
 	return true
 }
 
+// release records that owner no longer needs k and stops the informer that
+// served k if nobody else needs it; s.mu is held.
 func (s *Set) release(owner types.NamespacedName, k key) {
+	if g, name, ok := k.named(); ok {
+		if r, ok := s.shared[g]; ok {
+			delete(r.names[name], owner)
+			if len(r.names[name]) == 0 {
+				delete(r.names, name)
+			}
+			if len(r.names) == 0 {
+				r.stop()
+				delete(s.shared, g)
+			}
+			return
+		}
+	}
 	r, ok := s.watches[k]
 	if !ok {
 		return
 	}
 	delete(r.owners, owner)
 	if len(r.owners) == 0 {
-		r.stop()
-		delete(s.watches, k)
+		s.stopWatch(k)
 	}
 }
 
-// start runs the informer of k; s.mu is held.
-func (s *Set) start(c *target.Cluster, k key) (*running, error) {
+// start runs the informer of k alone; s.mu is held.
+func (s *Set) start(c *target.Cluster, k key) error {
+	r, err := s.inform(c, k.Watch, func(objs ...any) { s.notify(k, objs...) })
+	if err != nil {
+		return err
+	}
+	r.owners = map[types.NamespacedName]struct{}{}
+	s.watches[k] = r
+	if g, name, ok := k.named(); ok {
+		if s.named[g] == nil {
+			s.named[g] = map[string]struct{}{}
+		}
+		s.named[g][name] = struct{}{}
+	}
+	return nil
+}
+
+// stopWatch stops the informer of k alone; s.mu is held.
+func (s *Set) stopWatch(k key) {
+	s.watches[k].stop()
+	delete(s.watches, k)
+	if g, name, ok := k.named(); ok {
+		delete(s.named[g], name)
+		if len(s.named[g]) == 0 {
+			delete(s.named, g)
+		}
+	}
+}
+
+// startShared runs the informer that serves every name watch of g: the whole
+// namespace, stripped by slim like any watch; s.mu is held.
+func (s *Set) startShared(c *target.Cluster, g group) error {
+	r, err := s.inform(c, Watch{Resource: g.resource, Namespace: g.namespace}, func(objs ...any) { s.notifyNames(g, objs...) })
+	if err != nil {
+		return err
+	}
+	r.names = map[string]map[types.NamespacedName]struct{}{}
+	s.shared[g] = r
+	return nil
+}
+
+// inform runs an informer of w on cluster c whose events go to notify; s.mu
+// is held.
+func (s *Set) inform(c *target.Cluster, w Watch, notify func(objs ...any)) (*running, error) {
 	mc, ok := s.clients[c.ID]
 	if !ok {
 		cfg := rest.CopyConfig(c.Config)
@@ -228,21 +425,19 @@ func (s *Set) start(c *target.Cluster, k key) (*running, error) {
 		}
 		s.clients[c.ID] = mc
 	}
-	inf := metadatainformer.NewFilteredMetadataInformer(mc, k.Resource, k.Namespace, 0, toolscache.Indexers{}, func(o *metav1.ListOptions) {
-		o.LabelSelector, o.FieldSelector = k.Labels, k.Fields
+	inf := metadatainformer.NewFilteredMetadataInformer(mc, w.Resource, w.Namespace, 0, toolscache.Indexers{}, func(o *metav1.ListOptions) {
+		o.LabelSelector, o.FieldSelector = w.Labels, w.Fields
 	}).Informer()
 	// A watch's events are all anyone uses: its store keeps only what the
 	// informer needs to tell objects and versions apart, not labels,
 	// annotations or managed fields (measured by make bench's memory scenario).
 	transform := slim
-	if k.KeepLabels {
+	if w.KeepLabels {
 		transform = slimKeepingLabels
 	}
 	if err := inf.SetTransform(transform); err != nil {
 		return nil, errors.Wrap(err, "cannot slim watched objects")
 	}
-	r := &running{informer: inf, owners: map[types.NamespacedName]struct{}{}}
-	notify := func(objs ...any) { s.notify(k, objs...) }
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) { notify(o) },
 		UpdateFunc: func(was, is any) {
@@ -250,7 +445,7 @@ func (s *Set) start(c *target.Cluster, k key) (*running, error) {
 			// changes neither them nor the deletion mark, such as a terminating
 			// namespace's status, concerns no owner. Every owner of the
 			// namespaces watch would be reconciled for it.
-			if k.KeepLabels && sameLabelsAndDeletion(was, is) {
+			if w.KeepLabels && sameLabelsAndDeletion(was, is) {
 				return
 			}
 			notify(was, is)
@@ -267,38 +462,62 @@ func (s *Set) start(c *target.Cluster, k key) (*running, error) {
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
 		// The informer retries with backoff; the managed resource's poll is
 		// the safety net meanwhile.
-		s.log.Debug("Watch failed; retrying", "resource", k.Resource.String(), "namespace", k.Namespace, "labels", k.Labels, "fields", k.Fields, "error", err)
+		s.log.Debug("Watch failed; retrying", "resource", w.Resource.String(), "namespace", w.Namespace, "labels", w.Labels, "fields", w.Fields, "error", err)
 	})
 	ctx, stop := context.WithCancel(s.ctx)
 	if s.startHook != nil {
-		if err := s.startHook(ctx, k.Watch); err != nil {
+		if err := s.startHook(ctx, w); err != nil {
 			stop()
 			return nil, err
 		}
 	}
-	r.stop = stop
 	go inf.RunWithContext(ctx)
-	s.watches[k] = r
-	return r, nil
+	return &running{stop: stop, informer: inf}, nil
 }
 
-// notify enqueues every owner of k that objs concern. The owners are copied
-// under the lock and sent without it: the channel may be full while the
-// controller catches up.
+// notify enqueues every owner of k that objs concern.
 func (s *Set) notify(k key, objs ...any) {
 	s.mu.Lock()
-	r, ok := s.watches[k]
-	if !ok {
-		s.mu.Unlock()
-		return
-	}
-	owners := make([]types.NamespacedName, 0, len(r.owners))
-	for o := range r.owners {
-		if concerns(s.interest[o], k.Watch, objs) {
-			owners = append(owners, o)
-		}
+	var owners []types.NamespacedName
+	if r, ok := s.watches[k]; ok {
+		owners = s.concerned(r.owners, k.Watch, objs)
 	}
 	s.mu.Unlock()
+	s.enqueue(owners)
+}
+
+// notifyNames enqueues the owners in g of the name of the object objs are
+// about, those the event concerns: the namespace's other objects are nobody's.
+func (s *Set) notifyNames(g group, objs ...any) {
+	m, err := meta.Accessor(objs[0])
+	if err != nil {
+		return
+	}
+	name := m.GetName()
+	s.mu.Lock()
+	var owners []types.NamespacedName
+	if r, ok := s.shared[g]; ok {
+		owners = s.concerned(r.names[name], g.watch(name).Watch, objs)
+	}
+	s.mu.Unlock()
+	s.enqueue(owners)
+}
+
+// concerned returns those of owners that an event of w about objs concerns;
+// s.mu is held.
+func (s *Set) concerned(owners map[types.NamespacedName]struct{}, w Watch, objs []any) []types.NamespacedName {
+	out := make([]types.NamespacedName, 0, len(owners))
+	for o := range owners {
+		if concerns(s.interest[o], w, objs) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// enqueue sends a request for each owner, without s.mu: the channel may be
+// full while the controller catches up.
+func (s *Set) enqueue(owners []types.NamespacedName) {
 	for _, o := range owners {
 		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}}
 		select {
@@ -372,15 +591,25 @@ func sameLabelsAndDeletion(was, is any) bool {
 // List returns the objects a running, synced watch w on cluster c holds, as
 // its transform kept them; false when there is no such watch yet, and the
 // caller reads the API server instead. The store is current up to the events
-// the watch has delivered, which are the events that enqueue its owners.
+// the watch has delivered, which are the events that enqueue its owners. A
+// name watch served by its group's shared informer lists its one object.
 func (s *Set) List(c *target.Cluster, w Watch) ([]*metav1.PartialObjectMetadata, bool) {
+	k := key{cluster: c.ID, Watch: w}
 	s.mu.Lock()
-	r, ok := s.watches[key{cluster: c.ID, Watch: w}]
+	r, ok := s.serving(k)
 	s.mu.Unlock()
 	if !ok || !r.informer.HasSynced() {
 		return nil, false
 	}
-	items := r.informer.GetStore().List()
+	var items []any
+	if r.names != nil {
+		_, name, _ := k.named()
+		if i, exists, _ := r.informer.GetStore().GetByKey(toolscache.NewObjectName(w.Namespace, name).String()); exists {
+			items = []any{i}
+		}
+	} else {
+		items = r.informer.GetStore().List()
+	}
 	out := make([]*metav1.PartialObjectMetadata, 0, len(items))
 	for _, i := range items {
 		if m, ok := i.(*metav1.PartialObjectMetadata); ok {

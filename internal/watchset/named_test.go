@@ -1,0 +1,47 @@
+package watchset
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestNamed(t *testing.T) {
+	cm := corev1.SchemeGroupVersion.WithResource("configmaps")
+	g := group{cluster: "c", resource: cm, namespace: "ns"}
+	cases := map[string]struct {
+		reason string
+		w      Watch
+		want   string
+	}{
+		"Name":       {reason: "One exact name in a namespace is a name watch.", w: Watch{Resource: cm, Namespace: "ns", Fields: "metadata.name=conf"}, want: "conf"},
+		"AllSpaces":  {reason: "A name in every namespace is not: its shared watch would be the whole cluster's.", w: Watch{Resource: cm, Fields: "metadata.name=conf"}},
+		"Labels":     {reason: "A label selector narrows it further than the name.", w: Watch{Resource: cm, Namespace: "ns", Labels: "a=b", Fields: "metadata.name=conf"}},
+		"KeepLabels": {reason: "A watch read for labels keeps its own store.", w: Watch{Resource: cm, Namespace: "ns", Fields: "metadata.name=conf", KeepLabels: true}},
+		"Terms":      {reason: "More than one term is not one name.", w: Watch{Resource: cm, Namespace: "ns", Fields: "metadata.name=conf,metadata.namespace=ns"}},
+		"NotEqual":   {reason: "Every object but one is not a name.", w: Watch{Resource: cm, Namespace: "ns", Fields: "metadata.name!=conf"}},
+		"DoubleEq":   {reason: "Only the one spelling keeps names and watches one to one.", w: Watch{Resource: cm, Namespace: "ns", Fields: "metadata.name==conf"}},
+		"Empty":      {reason: "An empty name names nothing.", w: Watch{Resource: cm, Namespace: "ns", Fields: "metadata.name="}},
+		"Other":      {reason: "Other fields are not names.", w: Watch{Resource: cm, Namespace: "ns", Fields: "type=Opaque"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			gotG, got, ok := key{cluster: "c", Watch: tc.w}.named()
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("\n%s\nnamed(): -want name, +got:\n%s", tc.reason, diff)
+			}
+			if ok != (tc.want != "") {
+				t.Errorf("\n%s\nnamed() ok = %v", tc.reason, ok)
+			}
+			if ok {
+				if diff := cmp.Diff(g, gotG, cmp.AllowUnexported(group{})); diff != "" {
+					t.Errorf("\n%s\nnamed(): -want group, +got:\n%s", tc.reason, diff)
+				}
+				if diff := cmp.Diff(tc.w, g.watch(got).Watch); diff != "" {
+					t.Errorf("\n%s\nwatch(name): -want, +got:\n%s", tc.reason, diff)
+				}
+			}
+		})
+	}
+}
