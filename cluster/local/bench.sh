@@ -120,5 +120,7 @@ rate="${BENCH_RATE:-100 (default)}"
   echo "| 7 | Throughput: ${BENCH_APPBUNDLES:-1000} AppBundles applied at once → all Ready (claim bound, Deployment Available) | $(stat BenchmarkAppBundlesToReady s-to-all-ready) s, $(stat BenchmarkAppBundlesToReady MRs/s) MRs/s | — |"
   echo
   cat "$root/docs/benchmark-findings.md"
+  # make bench-fleet's report stays at the end.
+  [[ ! -f "$root/docs/benchmarks-fleet.md" ]] || { echo "<!-- fleet -->"; cat "$root/docs/benchmarks-fleet.md"; }
 } >"$root/docs/benchmarks.md"
 cat "$root/docs/benchmarks.md"

@@ -31,14 +31,17 @@ import (
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 
 	"github.com/clusterops/provider-clusterops/internal/target"
+	"github.com/clusterops/provider-clusterops/internal/urgency"
 )
 
 // A Watch is one narrow watch a managed resource needs.
@@ -115,7 +118,7 @@ type running struct {
 // events into reconcile requests of the managed resources that asked for them.
 type Set struct {
 	log    logging.Logger
-	events chan event.GenericEvent
+	events chan event.TypedGenericEvent[notice]
 
 	ctx  context.Context //nolint:containedctx // The lifetime of every watch: until Start returns.
 	stop context.CancelFunc
@@ -152,7 +155,7 @@ func New(log logging.Logger) *Set {
 	ctx, stop := context.WithCancel(context.Background())
 	return &Set{
 		log:      log,
-		events:   make(chan event.GenericEvent, 1024),
+		events:   make(chan event.TypedGenericEvent[notice], 1024),
 		ctx:      ctx,
 		stop:     stop,
 		clients:  map[string]metadata.Interface{},
@@ -177,7 +180,24 @@ func (s *Set) Start(ctx context.Context) error {
 // Source is the controller source that delivers the Set's events as requests
 // to reconcile the managed resources that own the watches.
 func (s *Set) Source() source.Source {
-	return source.Channel(s.events, &handler.EnqueueRequestForObject{})
+	return source.TypedChannel(s.events, handler.TypedFuncs[notice, reconcile.Request]{
+		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[notice], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			r := reconcile.Request{NamespacedName: e.Object.owner}
+			if e.Object.listed {
+				q.Add(r)
+				return
+			}
+			urgency.Queue(q).Add(r)
+		},
+	})
+}
+
+// A notice asks to reconcile owner. One from an informer's initial list
+// (listed) is routine: the owner read the object when it asked for the watch,
+// unless it changed in between. Any other is a change, and urgent.
+type notice struct {
+	owner  types.NamespacedName
+	listed bool
 }
 
 // Ensure makes ws the complete set of watches owner needs on cluster c: missing
@@ -371,7 +391,7 @@ func (s *Set) release(owner types.NamespacedName, k key) {
 
 // start runs the informer of k alone; s.mu is held.
 func (s *Set) start(c *target.Cluster, k key) error {
-	r, err := s.inform(c, k.Watch, func(objs ...any) { s.notify(k, objs...) })
+	r, err := s.inform(c, k.Watch, func(listed bool, objs ...any) { s.notify(k, listed, objs...) })
 	if err != nil {
 		return err
 	}
@@ -401,7 +421,7 @@ func (s *Set) stopWatch(k key) {
 // startShared runs the informer that serves every name watch of g: the whole
 // namespace, stripped by slim like any watch; s.mu is held.
 func (s *Set) startShared(c *target.Cluster, g group) error {
-	r, err := s.inform(c, Watch{Resource: g.resource, Namespace: g.namespace}, func(objs ...any) { s.notifyNames(g, objs...) })
+	r, err := s.inform(c, Watch{Resource: g.resource, Namespace: g.namespace}, func(listed bool, objs ...any) { s.notifyNames(g, listed, objs...) })
 	if err != nil {
 		return err
 	}
@@ -412,7 +432,7 @@ func (s *Set) startShared(c *target.Cluster, g group) error {
 
 // inform runs an informer of w on cluster c whose events go to notify; s.mu
 // is held.
-func (s *Set) inform(c *target.Cluster, w Watch, notify func(objs ...any)) (*running, error) {
+func (s *Set) inform(c *target.Cluster, w Watch, notify func(listed bool, objs ...any)) (*running, error) {
 	mc, ok := s.clients[c.ID]
 	if !ok {
 		cfg := rest.CopyConfig(c.Config)
@@ -438,8 +458,8 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(objs ...any)) (*run
 	if err := inf.SetTransform(transform); err != nil {
 		return nil, errors.Wrap(err, "cannot slim watched objects")
 	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc: func(o any) { notify(o) },
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(o any, listed bool) { notify(listed, o) },
 		UpdateFunc: func(was, is any) {
 			// A watch that keeps labels is read for them: an update that
 			// changes neither them nor the deletion mark, such as a terminating
@@ -448,13 +468,13 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(objs ...any)) (*run
 			if w.KeepLabels && sameLabelsAndDeletion(was, is) {
 				return
 			}
-			notify(was, is)
+			notify(false, was, is)
 		},
 		DeleteFunc: func(o any) {
 			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 				o = t.Obj
 			}
-			notify(o)
+			notify(false, o)
 		},
 	}); err != nil {
 		return nil, errors.Wrap(err, "cannot handle watch events")
@@ -476,19 +496,19 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(objs ...any)) (*run
 }
 
 // notify enqueues every owner of k that objs concern.
-func (s *Set) notify(k key, objs ...any) {
+func (s *Set) notify(k key, listed bool, objs ...any) {
 	s.mu.Lock()
 	var owners []types.NamespacedName
 	if r, ok := s.watches[k]; ok {
 		owners = s.concerned(r.owners, k.Watch, objs)
 	}
 	s.mu.Unlock()
-	s.enqueue(owners)
+	s.enqueue(owners, listed)
 }
 
 // notifyNames enqueues the owners in g of the name of the object objs are
 // about, those the event concerns: the namespace's other objects are nobody's.
-func (s *Set) notifyNames(g group, objs ...any) {
+func (s *Set) notifyNames(g group, listed bool, objs ...any) {
 	m, err := meta.Accessor(objs[0])
 	if err != nil {
 		return
@@ -500,7 +520,7 @@ func (s *Set) notifyNames(g group, objs ...any) {
 		owners = s.concerned(r.names[name], g.watch(name).Watch, objs)
 	}
 	s.mu.Unlock()
-	s.enqueue(owners)
+	s.enqueue(owners, listed)
 }
 
 // concerned returns those of owners that an event of w about objs concerns;
@@ -517,11 +537,10 @@ func (s *Set) concerned(owners map[types.NamespacedName]struct{}, w Watch, objs 
 
 // enqueue sends a request for each owner, without s.mu: the channel may be
 // full while the controller catches up.
-func (s *Set) enqueue(owners []types.NamespacedName) {
+func (s *Set) enqueue(owners []types.NamespacedName, listed bool) {
 	for _, o := range owners {
-		obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}}
 		select {
-		case s.events <- event.GenericEvent{Object: obj}:
+		case s.events <- event.TypedGenericEvent[notice]{Object: notice{owner: o, listed: listed}}:
 		case <-s.ctx.Done():
 			return
 		}

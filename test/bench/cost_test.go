@@ -191,8 +191,8 @@ func allReady(ctx context.Context, ns string, want int, timeout time.Duration) e
 	return awaitReady(ctx, ns, want, timeout, &workloadv1alpha1.ImmortalContainerList{}, &workloadv1alpha1.AppBundleList{}, &workloadv1alpha1.ConfigRolloutList{}, &copyv1alpha1.CopyRuleList{})
 }
 
-// awaitReady waits until want managed resources of the lists' kinds in ns are
-// Ready. It watches rather than lists: listing a thousand resources every
+// awaitReady waits until want managed resources of the lists' kinds in ns
+// (every namespace when ns is "") are Ready. It watches rather than lists: listing a thousand resources every
 // second would load the API server the benchmark measures through.
 func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration, lists ...client.ObjectList) error {
 	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
@@ -231,7 +231,7 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 			if !ok {
 				continue
 			}
-			k := fmt.Sprintf("%T/%s", m, m.GetName())
+			k := fmt.Sprintf("%T/%s/%s", m, m.GetNamespace(), m.GetName())
 			mu.Lock()
 			ready[k] = ev.Type != watch.Deleted && m.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
 			mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 )
 
 // Setup adds the controllers of both config kinds.
@@ -31,7 +32,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 			Usage:     v1alpha1.ProviderConfigUsageGroupVersionKind,
 			UsageList: v1alpha1.ProviderConfigUsageListGroupVersionKind,
 		}
-		r := providerconfig.NewReconciler(mgr, of,
+		r := providerconfig.NewReconciler(managedkind.SkipNoOpWrites(mgr), of,
 			providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
 			providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name)))) //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
 		err := ctrl.NewControllerManagedBy(mgr).

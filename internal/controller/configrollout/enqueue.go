@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/urgency"
 )
 
 // indexWorkloads is the field index of ConfigRollouts by the workloads an
@@ -169,8 +170,9 @@ func workloadHandler(kind string, c client.Reader, own *ownWrites) handler.Event
 		}
 	}
 	// TypedFuncs ranks events of the initial list and of resyncs below real
-	// changes when the controller's queue is a priority queue.
-	return handler.Funcs{
+	// changes when the controller's queue is a priority queue; real changes
+	// rank above new rollouts (urgency).
+	return urgency.Handler(handler.Funcs{
 		CreateFunc: func(ctx context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			enqueue(ctx, q, "", e.Object)
 		},
@@ -187,5 +189,5 @@ func workloadHandler(kind string, c client.Reader, own *ownWrites) handler.Event
 			own.forget(kind, e.Object)
 			enqueue(ctx, q, "", e.Object)
 		},
-	}
+	})
 }

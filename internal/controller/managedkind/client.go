@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,13 +29,24 @@ const conflictRetry = 50 * time.Millisecond
 //     requeues those through the controller's rate limiter, which backs off
 //     from a second to a minute: made for failures, not for a cache that is a
 //     few milliseconds behind. retryConflicts requeues them quickly instead.
+//   - reads Secrets from the API server. The only ones the reconciler reads
+//     are connection secrets, before it writes them; through the cache the
+//     first would start a watch of every Secret in the cluster, which the
+//     provider never holds.
 type reconcilerManager struct {
 	ctrl.Manager
 	conflicts *conflicts
 }
 
+// SkipNoOpWrites returns mgr with a client that does not send updates or status
+// updates that would change nothing, for crossplane-runtime's other
+// reconcilers: the ProviderConfig one updates its config and the config's
+// status on every reconcile, changed or not, and a restarted provider would
+// write both at once.
+func SkipNoOpWrites(mgr ctrl.Manager) ctrl.Manager { return reconcilerManager{Manager: mgr} }
+
 func (m reconcilerManager) GetClient() client.Client {
-	return reconcilerClient{Client: m.Manager.GetClient(), conflicts: m.conflicts}
+	return reconcilerClient{Client: m.Manager.GetClient(), apiReader: m.Manager.GetAPIReader(), conflicts: m.conflicts}
 }
 
 // conflicts are the managed resources whose writes met a conflict during
@@ -42,7 +54,7 @@ func (m reconcilerManager) GetClient() client.Client {
 type conflicts struct{ m sync.Map }
 
 func (c *conflicts) note(obj client.Object, err error) error {
-	if kerrors.IsConflict(err) {
+	if c != nil && kerrors.IsConflict(err) {
 		c.m.Store(client.ObjectKeyFromObject(obj), true)
 	}
 	return err
@@ -55,11 +67,44 @@ func (c *conflicts) take(k types.NamespacedName) bool {
 
 type reconcilerClient struct {
 	client.Client
+	apiReader client.Reader
 	conflicts *conflicts
 }
 
+func (c reconcilerClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if _, ok := obj.(*corev1.Secret); ok {
+		return c.apiReader.Get(ctx, key, obj, opts...)
+	}
+	return c.Client.Get(ctx, key, obj, opts...)
+}
+
+// Update sends obj unless the cache holds it unchanged at the same
+// resourceVersion (status aside, which an update does not write). The status
+// obj carries survives the update: the API server answers with the status it
+// stores, and the managed reconciler adds its finalizer after Observe, so the
+// conditions Observe set would otherwise be lost on a new resource's first
+// reconcile, the only one it may get.
 func (c reconcilerClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	return c.conflicts.note(obj, c.Client.Update(ctx, obj, opts...))
+	if len(opts) == 0 && unchanged(ctx, c.Client, obj, false) {
+		return nil
+	}
+	pending, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	if err := c.conflicts.note(obj, c.Client.Update(ctx, obj, opts...)); err != nil {
+		return err
+	}
+	status, ok := pending["status"]
+	if !ok {
+		return nil
+	}
+	stored, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return err
+	}
+	stored["status"] = status
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(stored, obj)
 }
 
 func (c reconcilerClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
@@ -81,7 +126,7 @@ type statusWriter struct {
 // so the update would be a no-op. Anything else, a newer or older cached copy
 // included, is sent and the API server decides.
 func (w statusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	if len(opts) == 0 && unchangedStatus(ctx, w.reader, obj) {
+	if len(opts) == 0 && unchanged(ctx, w.reader, obj, true) {
 		return nil
 	}
 	return w.conflicts.note(obj, w.SubResourceWriter.Update(ctx, obj, opts...))
@@ -91,7 +136,9 @@ func (w statusWriter) Patch(ctx context.Context, obj client.Object, patch client
 	return w.conflicts.note(obj, w.SubResourceWriter.Patch(ctx, obj, patch, opts...))
 }
 
-func unchangedStatus(ctx context.Context, r client.Reader, obj client.Object) bool {
+// unchanged reports whether the cache holds obj at its resourceVersion with
+// the same status (status) or the same everything but status (!status).
+func unchanged(ctx context.Context, r client.Reader, obj client.Object, status bool) bool {
 	cached, ok := obj.DeepCopyObject().(client.Object)
 	if !ok || r.Get(ctx, client.ObjectKeyFromObject(obj), cached) != nil {
 		return false
@@ -107,7 +154,12 @@ func unchangedStatus(ctx context.Context, r client.Reader, obj client.Object) bo
 	if err != nil {
 		return false
 	}
-	return equality.Semantic.DeepEqual(want["status"], have["status"])
+	if status {
+		return equality.Semantic.DeepEqual(want["status"], have["status"])
+	}
+	delete(want, "status")
+	delete(have, "status")
+	return equality.Semantic.DeepEqual(want, have)
 }
 
 // retryConflicts turns the managed reconciler's rate-limited requeue after a

@@ -3,14 +3,20 @@ package managedkind
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -74,6 +80,63 @@ func TestRetryConflicts(t *testing.T) {
 			}
 			if cf.take(req.NamespacedName) {
 				t.Errorf("\n%s\nthe conflict outlived the reconcile", tc.reason)
+			}
+		})
+	}
+}
+
+func TestSkipNoOpWrites(t *testing.T) {
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}, Data: map[string]string{"k": "v"}}
+	cases := map[string]struct {
+		reason string
+		write  func(ctx context.Context, c client.Client, cached *corev1.ConfigMap) error
+		sent   int
+	}{
+		"UnchangedUpdateNotSent": {
+			reason: "An update of the object as the cache holds it changes nothing; the ProviderConfig reconciler sends one on every reconcile.",
+			write:  func(ctx context.Context, c client.Client, o *corev1.ConfigMap) error { return c.Update(ctx, o) },
+		},
+		"ChangedUpdateSent": {
+			reason: "An update that changes the object is sent.",
+			write: func(ctx context.Context, c client.Client, o *corev1.ConfigMap) error {
+				o.Finalizers = append(o.Finalizers, "in-use")
+				return c.Update(ctx, o)
+			},
+			sent: 1,
+		},
+		"StaleUpdateSent": {
+			reason: "An update of another version than the cache holds is sent, and the API server decides.",
+			write: func(ctx context.Context, c client.Client, o *corev1.ConfigMap) error {
+				o.ResourceVersion = "1"
+				if err := c.Update(ctx, o); !kerrors.IsConflict(err) {
+					return fmt.Errorf("want a conflict, got %v", err)
+				}
+				return nil
+			},
+			sent: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sent := 0
+			s := runtime.NewScheme()
+			_ = corev1.AddToScheme(s)
+			fc := fake.NewClientBuilder().WithScheme(s).WithObjects(cm.DeepCopy()).WithInterceptorFuncs(interceptor.Funcs{
+				Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					sent++
+					return c.Update(ctx, obj, opts...)
+				},
+			}).Build()
+			c := reconcilerClient{Client: fc}
+			o := &corev1.ConfigMap{}
+			if err := fc.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "cm"}, o); err != nil {
+				t.Fatal(err)
+			}
+			if err := tc.write(context.Background(), c, o); err != nil {
+				t.Fatal(err)
+			}
+			if sent != tc.sent {
+				t.Errorf("\n%s\nupdates sent: want %d, got %d", tc.reason, tc.sent, sent)
 			}
 		})
 	}

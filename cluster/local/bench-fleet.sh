@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# make bench-fleet: many managed resources at once, every kind, N = 100, 1,000 and
+# 10,000 (AppBundle and ImmortalContainer up to 2,000: kwok and the controller-manager
+# set their pace), in one namespace and spread over N/10, plus CopyRule as 1,000 rules ×
+# 10 targets and as 1 rule × 10,000 namespaces. Each scenario is one run of
+# BenchmarkFleet (test/bench/fleet_test.go) in a process of its own with a fresh provider;
+# its result lands in .cache/bench/fleet/*.json, and hack/fleetreport turns them into
+# docs/benchmarks-fleet.md and docs/fleet.svg, appended to docs/benchmarks.md.
+#
+# FLEET_KINDS, FLEET_SIZES (and FLEET_SIZES_PODS for the two kinds with pods) and
+# FLEET_LAYOUTS narrow the run; FLEET_REPORT_ONLY=1 only writes the report again.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=common.sh
+source "$here/common.sh"
+out="$CACHE_DIR/bench"
+mkdir -p "$out/fleet"
+cd "$root"
+export BENCH_PROVIDER="$root/bin/provider" BENCH_OUT="$out"
+kinds="${FLEET_KINDS:-configrollout copyrule chaosagent appbundle immortalcontainer copyrule-x10 copyrule-fanout}"
+sizes="${FLEET_SIZES:-100 1000 10000}"
+pod_sizes="${FLEET_SIZES_PODS:-100 1000 2000}"
+layouts="${FLEET_LAYOUTS:-one spread}"
+started=$(date +%s)
+
+if [[ -z "${FLEET_REPORT_ONLY:-}" ]]; then
+  "$here/build-tools.sh" controlplane
+  if ! cluster_healthy; then
+    trap '"$here/cluster-down.sh" >&2' EXIT
+    export BENCH_DISPOSABLE=1
+  fi
+  gcflags=-gcflags=all=-dwarf=false
+  make --no-print-directory build-provider GO_BUILD_FLAGS="$gcflags" >/dev/null
+  CGO_ENABLED=0 go test -tags bench -vet=off "$gcflags" -c -o "$out/bench.test" ./test/bench/
+  export KUBECONFIG="$kubeconfig"
+  : >"$out/fleet/raw.txt"
+
+  scenario() { # scenario <benchmark> <label> [VAR=value...]
+    local bench=$1 label=$2
+    shift 2
+    echo "bench-fleet: $label" >&2
+    local t0=$SECONDS
+    # A control plane of its own: what earlier scenarios left (thousands of
+    # Deployments for the controller-manager, objects in etcd) would slow this
+    # one, and the provider's first list would find them.
+    if [[ -n "${BENCH_DISPOSABLE:-}" ]]; then
+      "$here/cluster-down.sh" >/dev/null 2>&1
+      "$here/cluster-up.sh" >/dev/null
+    fi
+    if ! (cd test/bench && env "$@" "$out/bench.test" -test.run '^$' -test.bench "^$bench\$" -test.benchtime 1x -test.count 1 -test.timeout 60m) >>"$out/fleet/raw.txt" 2>&1; then
+      echo "bench-fleet: $label FAILED; the end of its output:" >&2
+      tail -20 "$out/fleet/raw.txt" >&2
+      failed+=("$label")
+    fi
+    echo "bench-fleet: $label took $((SECONDS - t0)) s" | tee -a "$out/fleet/raw.txt" >&2
+  }
+  failed=()
+  for kind in $kinds; do
+    if [[ "$kind" == copyrule-fanout ]]; then
+      # 1 rule × 10,000 namespaces is make bench's fan-out at fleet size.
+      n=$(echo "$sizes" | tr ' ' '\n' | sort -n | tail -1)
+      scenario BenchmarkCopyRuleFanOut "copyrule 1 rule × $n namespaces" BENCH_COPY_NAMESPACES="$n"
+      grep -E "^BenchmarkCopyRuleFanOut" "$out/fleet/raw.txt" | tail -1 >"$out/fleet/copyrule-fanout-$n.txt" || true
+      continue
+    fi
+    ns="$sizes"
+    case "$kind" in appbundle | immortalcontainer) ns="$pod_sizes" ;; copyrule-x10) ns=1000 ;; esac
+    for n in $ns; do
+      for layout in $layouts; do
+        scenario BenchmarkFleet "$kind $n $layout" FLEET_KIND="$kind" FLEET_N="$n" FLEET_LAYOUT="$layout"
+      done
+    done
+  done
+  echo "$(( ($(date +%s) - started) / 60 )) min" >"$out/fleet/took"
+fi
+
+go run ./hack/fleetreport -in "$out/fleet" -md docs/benchmarks-fleet.md -svg docs/fleet.svg
+# docs/benchmarks.md ends with the fleet report; make bench keeps it there.
+sed -i '/^<!-- fleet -->$/,$d' docs/benchmarks.md
+{ echo "<!-- fleet -->"; cat docs/benchmarks-fleet.md; } >>docs/benchmarks.md
+if [[ -n "${failed[*]:-}" ]]; then
+  echo "bench-fleet: failed scenarios: ${failed[*]}" >&2
+  exit 1
+fi

@@ -1,0 +1,307 @@
+// Command fleetreport turns the results of make bench-fleet (one JSON file per
+// scenario, written by test/bench's BenchmarkFleet) into a Markdown report
+// with the targets of the fleet tier, and an SVG chart of time to converge and
+// memory against the fleet's size.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// result is what BenchmarkFleet writes; see test/bench/fleet_test.go.
+type result struct {
+	Kind, Layout  string
+	N, Namespaces int
+
+	Seconds, FloorSeconds           float64
+	FloorWritesPerMR, WritesPerMR   float64
+	ReconcilesPerMR, RequestsPerMR  float64
+	Requests                        map[string]float64
+	BaseHeap, Heap, BaseRSS, RSS    float64
+	BaseGoroutines, Goroutines      float64
+	Watches, APIServerWatchersDelta float64
+
+	DuringMs, AfterMs []float64
+
+	RestartSeconds, RestartRequests, RestartWrites float64
+}
+
+func (r result) mrs() float64 { return float64(r.N + 10) }
+
+func (r result) heapPerMR() float64 { return (r.Heap - r.BaseHeap) / r.mrs() / 1024 }
+
+func (r result) goroutinesPerMR() float64 { return (r.Goroutines - r.BaseGoroutines) / r.mrs() }
+
+func main() {
+	in := flag.String("in", ".cache/bench/fleet", "directory of the scenarios' JSON results")
+	md := flag.String("md", "docs/benchmarks-fleet.md", "Markdown report to write")
+	svg := flag.String("svg", "docs/fleet.svg", "chart to write")
+	flag.Parse()
+	rs, err := read(*in)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleetreport:", err)
+		os.Exit(1)
+	}
+	took, _ := os.ReadFile(filepath.Join(*in, "took"))
+	fanout, _ := filepath.Glob(filepath.Join(*in, "copyrule-fanout-*.txt"))
+	if err := os.WriteFile(*md, []byte(report(rs, strings.TrimSpace(string(took)), fanout, filepath.Base(*svg))), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "fleetreport:", err)
+		os.Exit(1)
+	}
+	if err := os.WriteFile(*svg, []byte(chart(rs)), 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "fleetreport:", err)
+		os.Exit(1)
+	}
+}
+
+func read(dir string) ([]result, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	rs := make([]result, 0, len(files))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var r result
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		rs = append(rs, r)
+	}
+	sort.Slice(rs, func(i, j int) bool {
+		a, b := rs[i], rs[j]
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		if a.Layout != b.Layout {
+			return a.Layout < b.Layout
+		}
+		return a.N < b.N
+	})
+	return rs, nil
+}
+
+func percentile(v []float64, p float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+// check marks a value against a target: ✔ when ok.
+func check(ok bool) string {
+	if ok {
+		return "✔"
+	}
+	return "✘"
+}
+
+func report(rs []result, took string, fanout []string, svg string) string {
+	var b strings.Builder
+	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
+	p("## Fleets (`make bench-fleet`)")
+	p("")
+	if took != "" {
+		took = ", " + took
+	}
+	p("N managed resources of one kind applied at once, each referencing objects of its own, in one namespace or spread over N/10 namespaces; one scenario per control plane and provider process%s. **floor**: a raw client with the provider's standing (impersonated, same priority level, 32 parallel) creating the same resources and doing the writes the provider must (a metadata write standing for the finalizer, what it makes or changes, the status), timed in the same run. Per-resource figures divide by N plus the 10 probe resources; heap is live heap after a GC, growth over the provider with only the probes. **during / after**: a change to an object a probe references (ConfigRollout: its ConfigMap; CopyRule: its source; AppBundle: its Deployment's image; ImmortalContainer: its pod deleted; ChaosAgent: its spec) until the provider acted, made while the fleet converges and after. **restart**: a new provider with the converged fleet until every resource was reconciled and a second passed without a request.", took)
+	p("")
+	p("![time to converge and memory against N](%s)", svg)
+	p("")
+	p("| kind | layout | N | converge s | floor s | × floor | reconciles /MR | requests /MR | writes /MR (floor) | heap KiB /MR | goroutines /MR | watches | during p50 / p99 ms (n) | after p50 / p99 ms | restart s / requests / writes |")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, r := range rs {
+		p("| %s | %s | %d | %.1f | %.1f | %.2f | %.2f | %.1f | %.1f (%.0f) | %.1f | %.2f | %.0f | %.0f / %.0f (%d) | %.0f / %.0f | %.1f / %.0f / %.0f |",
+			r.Kind, r.Layout, r.N, r.Seconds, r.FloorSeconds, r.Seconds/r.FloorSeconds, r.ReconcilesPerMR, r.RequestsPerMR, r.WritesPerMR, r.FloorWritesPerMR,
+			r.heapPerMR(), r.goroutinesPerMR(), r.Watches, percentile(r.DuringMs, 0.5), percentile(r.DuringMs, 0.99), len(r.DuringMs),
+			percentile(r.AfterMs, 0.5), percentile(r.AfterMs, 0.99), r.RestartSeconds, r.RestartRequests, r.RestartWrites)
+	}
+	for _, f := range fanout {
+		raw, _ := os.ReadFile(f)
+		p("")
+		p("CopyRule, 1 rule × %s namespaces (make bench's fan-out at this size): `%s`", strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "copyrule-fanout-"), ".txt"), strings.Join(strings.Fields(string(raw)), " "))
+	}
+	p("")
+	p("### Targets")
+	p("")
+	p("| target | result |")
+	p("|---|---|")
+	worst := func(name string, v func(r result) float64, ok func(float64) bool, only func(r result) bool) {
+		var parts []string
+		all := true
+		for _, r := range rs {
+			if only != nil && !only(r) {
+				continue
+			}
+			x := v(r)
+			if math.IsNaN(x) {
+				continue
+			}
+			all = all && ok(x)
+			if !ok(x) {
+				parts = append(parts, fmt.Sprintf("%s %s %d: %.3g", r.Kind, r.Layout, r.N, x))
+			}
+		}
+		if all {
+			p("| %s | ✔ every scenario |", name)
+			return
+		}
+		p("| %s | ✘ %s |", name, strings.Join(parts, "; "))
+	}
+	big := func(r result) bool { return r.N >= 1000 }
+	worst("converge ≤ 1.5× the floor (N ≥ 1,000)", func(r result) float64 { return r.Seconds / r.FloorSeconds }, func(x float64) bool { return x <= 1.5 }, big)
+	worst("≤ 3 reconciles per resource", func(r result) float64 { return r.ReconcilesPerMR }, func(x float64) bool { return x <= 3 }, nil)
+	worst("event → action p99 ≤ 1 s while converging (N ≥ 1,000)", func(r result) float64 { return percentile(r.DuringMs, 0.99) / 1000 }, func(x float64) bool { return x <= 1 }, big)
+	worst("≤ 20 KiB heap per resource (N ≥ 1,000)", func(r result) float64 { return r.heapPerMR() }, func(x float64) bool { return x <= 20 }, big)
+	worst("≤ 2 goroutines per resource", func(r result) float64 { return r.goroutinesPerMR() }, func(x float64) bool { return x <= 2 }, nil)
+	worst("API-server watches do not grow with references (≤ 40 held)", func(r result) float64 { return r.Watches }, func(x float64) bool { return x <= 40 }, nil)
+	worst("a restart sends 0 writes", func(r result) float64 { return r.RestartWrites }, func(x float64) bool { return x == 0 }, nil)
+	worst("a restart is idle within 60 s", func(r result) float64 { return r.RestartSeconds }, func(x float64) bool { return x <= 60 }, nil)
+	// Growth from 1,000 to 10,000.
+	type key struct{ kind, layout string }
+	by := map[key]map[int]result{}
+	for _, r := range rs {
+		k := key{r.Kind, r.Layout}
+		if by[k] == nil {
+			by[k] = map[int]result{}
+		}
+		by[k][r.N] = r
+	}
+	var growth []string
+	for k, m := range by {
+		a, okA := m[1000]
+		z, okZ := m[10000]
+		if !okA || !okZ {
+			continue
+		}
+		t := z.Seconds / a.Seconds
+		q := (z.RequestsPerMR * z.mrs()) / (a.RequestsPerMR * a.mrs())
+		h := (z.Heap - z.BaseHeap) / (a.Heap - a.BaseHeap)
+		growth = append(growth, fmt.Sprintf("%s %s: time %.1f×, requests %.1f×, heap %.1f× %s", k.kind, k.layout, t, q, h, check(t <= 11 && q <= 11 && h <= 11)))
+	}
+	sort.Strings(growth)
+	if len(growth) == 0 {
+		growth = []string{"not measured: no kind ran at both 1,000 and 10,000"}
+	}
+	p("| from 1,000 to 10,000: time, requests, memory ≤ 11× | %s |", strings.Join(growth, "; "))
+	p("")
+	p("### Requests per resource by verb and resource (the largest scenario of each kind and layout)")
+	p("")
+	for _, k := range sortedKeys(by) {
+		m := by[k]
+		n := 0
+		for x := range m {
+			n = max(n, x)
+		}
+		r := m[n]
+		var parts []string
+		for _, vr := range sortedByValue(r.Requests) {
+			if r.Requests[vr] >= 0.01 {
+				parts = append(parts, fmt.Sprintf("%s %.2f", vr, r.Requests[vr]))
+			}
+		}
+		p("- %s, %s, %d: %s", k.kind, k.layout, n, strings.Join(parts, ", "))
+	}
+	return b.String()
+}
+
+func sortedKeys[K interface{ ~struct{ kind, layout string } }, V any](m map[K]V) []K {
+	ks := make([]K, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return fmt.Sprint(ks[i]) < fmt.Sprint(ks[j]) })
+	return ks
+}
+
+func sortedByValue(m map[string]float64) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Slice(ks, func(i, j int) bool { return m[ks[i]] > m[ks[j]] || m[ks[i]] == m[ks[j]] && ks[i] < ks[j] })
+	return ks
+}
+
+// chart draws two log-log panels: seconds to converge, and heap growth in
+// MiB, against N; one line per kind and layout.
+func chart(rs []result) string {
+	const w, h, pad = 420, 300, 55
+	series := map[string][]result{}
+	for _, r := range rs {
+		k := r.Kind + " (" + r.Layout + ")"
+		series[k] = append(series[k], r)
+	}
+	names := make([]string, 0, len(series))
+	for k := range series {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	colors := []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#637939", "#8c6d31", "#843c39"}
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", 2*w+220, h+40)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	panel := func(x0 int, title string, v func(r result) float64) {
+		lo, hi := math.Inf(1), math.Inf(-1)
+		for _, r := range rs {
+			if y := v(r); y > 0 {
+				lo, hi = math.Min(lo, y), math.Max(hi, y)
+			}
+		}
+		if math.IsInf(lo, 0) {
+			lo, hi = 1, 10
+		}
+		lo, hi = math.Pow(10, math.Floor(math.Log10(lo))), math.Pow(10, math.Ceil(math.Log10(hi)))
+		if lo == hi {
+			hi = lo * 10
+		}
+		nlo, nhi := 100.0, 10000.0
+		px := func(n float64) float64 {
+			return float64(x0+pad) + (math.Log10(n)-math.Log10(nlo))/(math.Log10(nhi)-math.Log10(nlo))*float64(w-pad-10)
+		}
+		py := func(y float64) float64 {
+			return float64(h-pad+20) - (math.Log10(y)-math.Log10(lo))/(math.Log10(hi)-math.Log10(lo))*float64(h-pad-10)
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="14" font-weight="bold">%s</text>`+"\n", x0+pad, title)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", x0+pad, h-pad+20, x0+w-10, h-pad+20)
+		fmt.Fprintf(&b, `<line x1="%d" y1="20" x2="%d" y2="%d" stroke="black"/>`+"\n", x0+pad, x0+pad, h-pad+20)
+		for _, n := range []float64{100, 1000, 10000} {
+			fmt.Fprintf(&b, `<text x="%.0f" y="%d" text-anchor="middle">%s</text>`+"\n", px(n), h-pad+34, strings.TrimSuffix(fmt.Sprintf("%.0f", n), ""))
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">N managed resources (log)</text>`+"\n", x0+pad+(w-pad)/2, h-pad+48)
+		for y := lo; y <= hi*1.0001; y *= 10 {
+			fmt.Fprintf(&b, `<text x="%d" y="%.0f" text-anchor="end">%g</text>`+"\n", x0+pad-4, py(y)+4, y)
+			fmt.Fprintf(&b, `<line x1="%d" y1="%.0f" x2="%d" y2="%.0f" stroke="#ddd"/>`+"\n", x0+pad, py(y), x0+w-10, py(y))
+		}
+		for i, name := range names {
+			var pts []string
+			for _, r := range series[name] {
+				if y := v(r); y > 0 {
+					pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(float64(r.N)), py(y)))
+					fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="2.5" fill="%s"/>`+"\n", px(float64(r.N)), py(y), colors[i%len(colors)])
+				}
+			}
+			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"/>`+"\n", colors[i%len(colors)], strings.Join(pts, " "))
+		}
+	}
+	panel(0, "seconds from apply to all Ready (log)", func(r result) float64 { return r.Seconds })
+	panel(w, "provider heap growth, MiB (log)", func(r result) float64 { return (r.Heap - r.BaseHeap) / (1 << 20) })
+	for i, name := range names {
+		y := 30 + 16*i
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", 2*w+5, y, colors[i%len(colors)], 2*w+20, y+9, name)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}

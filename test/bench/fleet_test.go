@@ -1,0 +1,701 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
+	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+)
+
+// A fleet scenario applies N managed resources of one kind at once, in one
+// namespace or spread over N/10, each referencing objects of its own, and
+// measures what converging them costs: the time until all are Ready against
+// a raw client doing the writes the provider must do, reconciles and API
+// requests per resource, memory and goroutines per resource, the watches the
+// provider holds, how fast it reacts to a change while the fleet converges
+// and after, and what a restart with the converged fleet costs.
+//
+// One scenario per process (FLEET_KIND, FLEET_N, FLEET_LAYOUT; make
+// bench-fleet runs them all): each starts from a fresh provider, and the next
+// one must not find this one's resources, so they are abandoned at the end.
+
+// fleetProbes is how many extra resources, converged before the fleet is
+// applied, take the changes whose reaction time is measured.
+const fleetProbes = 10
+
+// floorLabel marks the raw client's stand-ins for managed resources.
+const floorLabel = "bench.clusterops.io/floor"
+
+// fleetKind is what a scenario needs to know of a kind.
+type fleetKind struct {
+	list func() client.ObjectList
+	// prepare makes what every resource of the fleet shares (copy targets,
+	// volumes), given the fleet's namespaces and the index count.
+	prepare func(ctx context.Context, b *testing.B, f *fleet)
+	// prereqs are the objects resource i references, made before the clock
+	// starts.
+	prereqs func(ns string, i int) []client.Object
+	// mr is managed resource name using the prereqs of index i.
+	mr func(ns, name string, i int, f *fleet) client.Object
+	// floor does what the provider must write for resource i other than its
+	// own metadata and status: the objects it makes or changes. It returns
+	// how many writes that took.
+	floor func(ctx context.Context, c client.Client, ns, name string, i int, f *fleet) (int, error)
+	// floorReady, when set, waits until what floor made is ready, before the
+	// floor's status writes: a Ready AppBundle waits for its Deployment.
+	floorReady func(ctx context.Context, f *fleet) error
+	// probe makes a change to what resource i references and returns a check
+	// that the provider acted on it.
+	probe func(ctx context.Context, c client.Client, ns, name string, i int, f *fleet) (func(context.Context) (bool, error), error)
+}
+
+// fleet is one scenario's layout.
+type fleet struct {
+	kind   string
+	n      int
+	nss    []string
+	shared []string // the copy targets of CopyRules
+}
+
+func (f *fleet) ns(i int) string { return f.nss[i%len(f.nss)] }
+
+// fleetResult is what a scenario measured; make bench-fleet's report reads it.
+type fleetResult struct {
+	Kind, Layout  string
+	N, Namespaces int
+
+	Seconds, FloorSeconds           float64
+	FloorWritesPerMR, WritesPerMR   float64
+	ReconcilesPerMR, RequestsPerMR  float64
+	ReconcilesBy                    map[string]float64 // "controller result" → per managed resource
+	Requests                        map[string]float64 // "verb resource" → per managed resource
+	BaseHeap, Heap, BaseRSS, RSS    float64
+	BaseGoroutines, Goroutines      float64
+	Watches, APIServerWatchersDelta float64
+
+	DuringMs, AfterMs []float64 // event → action, while converging and after
+
+	RestartSeconds, RestartRequests, RestartWrites float64
+	RestartRequestsBy                              map[string]float64 // "verb resource" → count
+}
+
+var fleetKinds = map[string]fleetKind{
+	"configrollout": {
+		list: func() client.ObjectList { return &workloadv1alpha1.ConfigRolloutList{} },
+		prereqs: func(ns string, i int) []client.Object {
+			zero := int32(0)
+			cm := fmt.Sprintf("conf-%d", i)
+			return []client.Object{
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm, Namespace: ns}, Data: map[string]string{"k": "v"}},
+				&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: ns}, Spec: appsv1.DeploymentSpec{
+					Replicas: &zero,
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": cm}},
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": cm}},
+						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx",
+							EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}},
+					},
+				}},
+			}
+		},
+		mr: func(ns, name string, i int, _ *fleet) client.Object {
+			return &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+					ConfigMaps: []workloadv1alpha1.SourceRef{{Name: fmt.Sprintf("conf-%d", i)}},
+					Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: fmt.Sprintf("web-%d", i)}},
+				}}}
+		},
+		floor: func(ctx context.Context, c client.Client, ns, _ string, i int, _ *fleet) (int, error) {
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: ns}}
+			return 1, c.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"annotations":{"`+floorLabel+`":"rolled"}}}}}`)))
+		},
+		probe: func(ctx context.Context, c client.Client, ns, _ string, i int, _ *fleet) (func(context.Context) (bool, error), error) {
+			d := &appsv1.Deployment{}
+			key := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("web-%d", i)}
+			if err := c.Get(ctx, key, d); err != nil {
+				return nil, err
+			}
+			was := d.Spec.Template.Annotations["workload.clusterops.io/config-hash"]
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("conf-%d", i), Namespace: ns}}
+			if err := c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"`+strconv.FormatInt(time.Now().UnixNano(), 10)+`"}}`))); err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) (bool, error) {
+				err := c.Get(ctx, key, d)
+				return err == nil && d.Spec.Template.Annotations["workload.clusterops.io/config-hash"] != was, nil
+			}, nil
+		},
+	},
+	"copyrule":     copyRuleKind(1),
+	"copyrule-x10": copyRuleKind(10),
+	"appbundle": {
+		list: func() client.ObjectList { return &workloadv1alpha1.AppBundleList{} },
+		prepare: func(ctx context.Context, b *testing.B, f *fleet) {
+			// A volume for every claim: the fleet's, the floor's, the probes'.
+			parallel(b, f.n, func(i int) error {
+				if err := env.Client.Create(ctx, pv(f.ns(i), fmt.Sprintf("mr-%d-data", i))); err != nil {
+					return err
+				}
+				return env.Client.Create(ctx, pv(f.ns(i), fmt.Sprintf("floor-%d-data", i)))
+			})
+			parallel(b, fleetProbes, func(j int) error {
+				return env.Client.Create(ctx, pv(f.ns(j), fmt.Sprintf("probe-%d-data", j)))
+			})
+		},
+		mr: func(ns, name string, _ int, _ *fleet) client.Object {
+			return &workloadv1alpha1.AppBundle{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: workloadv1alpha1.AppBundleSpec{ForProvider: workloadv1alpha1.AppBundleParameters{Image: "nginx"}}}
+		},
+		floor: func(ctx context.Context, c client.Client, ns, name string, _ int, _ *fleet) (int, error) {
+			claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: name + "-data", Namespace: ns, Labels: map[string]string{floorLabel: "true"}},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+				}}
+			if err := c.Create(ctx, claim); err != nil {
+				return 0, err
+			}
+			one := int32(1)
+			sel := map[string]string{"app": name}
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{floorLabel: "true"}}, Spec: appsv1.DeploymentSpec{
+				Replicas: &one,
+				Selector: &metav1.LabelSelector{MatchLabels: sel},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: sel},
+					Spec: corev1.PodSpec{
+						Containers: []corev1.Container{{Name: "app", Image: "nginx", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+						Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+							PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: claim.Name}}}},
+					},
+				},
+			}}
+			return 2, c.Create(ctx, d)
+		},
+		floorReady: func(ctx context.Context, f *fleet) error {
+			return awaitFloor(ctx, f, &appsv1.DeploymentList{}, func(o client.Object) bool {
+				d := o.(*appsv1.Deployment) //nolint:forcetypeassert // Listed as Deployments.
+				return d.Status.AvailableReplicas >= 1
+			})
+		},
+		probe: func(ctx context.Context, c client.Client, ns, name string, _ int, _ *fleet) (func(context.Context) (bool, error), error) {
+			d := &appsv1.Deployment{}
+			key := types.NamespacedName{Namespace: ns, Name: name}
+			if err := c.Get(ctx, key, d); err != nil {
+				return nil, err
+			}
+			// Drift: the provider puts its image back.
+			d.Spec.Template.Spec.Containers[0].Image = "nginx:drifted"
+			if err := c.Update(ctx, d); err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) (bool, error) {
+				err := c.Get(ctx, key, d)
+				return err == nil && d.Spec.Template.Spec.Containers[0].Image == "nginx", nil
+			}, nil
+		},
+	},
+	"immortalcontainer": {
+		list: func() client.ObjectList { return &workloadv1alpha1.ImmortalContainerList{} },
+		mr: func(ns, name string, _ int, _ *fleet) client.Object {
+			return &workloadv1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: workloadv1alpha1.ImmortalContainerSpec{ForProvider: workloadv1alpha1.ImmortalContainerParameters{Image: "nginx"}}}
+		},
+		floor: func(ctx context.Context, c client.Client, ns, name string, _ int, _ *fleet) (int, error) {
+			return 1, c.Create(ctx, &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: name + "-immortalpod", Namespace: ns, Labels: map[string]string{floorLabel: "true"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "immortal", Image: "nginx"}}},
+			})
+		},
+		floorReady: func(ctx context.Context, f *fleet) error {
+			return awaitFloor(ctx, f, &corev1.PodList{}, func(o client.Object) bool {
+				return o.(*corev1.Pod).Status.Phase == corev1.PodRunning //nolint:forcetypeassert // Listed as pods.
+			})
+		},
+		probe: func(ctx context.Context, c client.Client, ns, name string, _ int, _ *fleet) (func(context.Context) (bool, error), error) {
+			p := &corev1.Pod{}
+			key := types.NamespacedName{Namespace: ns, Name: name + "-immortalpod"}
+			if err := c.Get(ctx, key, p); err != nil {
+				return nil, err
+			}
+			was := p.UID
+			if err := c.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) (bool, error) {
+				err := c.Get(ctx, key, p)
+				return err == nil && p.UID != was && p.DeletionTimestamp == nil, nil
+			}, nil
+		},
+	},
+	"chaosagent": {
+		list: func() client.ObjectList { return &chaosv1alpha1.ChaosAgentList{} },
+		mr: func(ns, name string, _ int, _ *fleet) client.Object {
+			return &chaosv1alpha1.ChaosAgent{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: chaosv1alpha1.ChaosAgentSpec{ForProvider: chaosv1alpha1.ChaosAgentParameters{
+					TantrumMode: true, PodTolerance: 1000, Eagerness: 1, DryRun: true,
+					Interval: metav1.Duration{Duration: time.Hour},
+				}}}
+		},
+		floor: func(ctx context.Context, c client.Client, ns, name string, _ int, _ *fleet) (int, error) {
+			// A round reads the namespace's pods and reports in an event.
+			if err := c.List(ctx, &corev1.PodList{}, client.InNamespace(ns)); err != nil {
+				return 0, err
+			}
+			return 1, c.Create(ctx, &corev1.Event{
+				ObjectMeta:     metav1.ObjectMeta{GenerateName: name + ".", Namespace: ns},
+				InvolvedObject: corev1.ObjectReference{Kind: "ChaosAgent", Namespace: ns, Name: name},
+				Reason:         "NothingHappened", Message: "Nothing happened", Type: corev1.EventTypeNormal,
+			})
+		},
+		probe: func(ctx context.Context, c client.Client, ns, name string, _ int, _ *fleet) (func(context.Context) (bool, error), error) {
+			ca := &chaosv1alpha1.ChaosAgent{}
+			key := types.NamespacedName{Namespace: ns, Name: name}
+			if err := c.Get(ctx, key, ca); err != nil {
+				return nil, err
+			}
+			ca.Spec.ForProvider.Eagerness = 3 - ca.Spec.ForProvider.Eagerness // 1 ↔ 2
+			if err := c.Update(ctx, ca); err != nil {
+				return nil, err
+			}
+			gen := ca.Generation
+			return func(ctx context.Context) (bool, error) {
+				err := c.Get(ctx, key, ca)
+				return err == nil && ca.GetCondition(xpv2.TypeSynced).ObservedGeneration >= gen, nil
+			}, nil
+		},
+	},
+}
+
+// copyRuleKind copies ConfigMap src-i of each rule into targets namespaces.
+func copyRuleKind(targets int) fleetKind {
+	return fleetKind{
+		list: func() client.ObjectList { return &copyv1alpha1.CopyRuleList{} },
+		prepare: func(ctx context.Context, b *testing.B, f *fleet) {
+			f.shared = make([]string, targets)
+			for t := range f.shared {
+				f.shared[t] = namespaceWith(b, env.Client, "fleet-dst", map[string]string{"clusterops.io/reachable": "true"})
+			}
+		},
+		prereqs: func(ns string, i int) []client.Object {
+			return []client.Object{&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("src-%d", i), Namespace: ns}, Data: map[string]string{"k": "v"}}}
+		},
+		mr: func(ns, name string, i int, f *fleet) client.Object {
+			return &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: copyv1alpha1.CopyRuleSpec{ForProvider: copyv1alpha1.CopyRuleParameters{
+					Kind: copyv1alpha1.KindConfigMap, Names: []string{fmt.Sprintf("src-%d", i)}, Namespaces: f.shared,
+				}}}
+		},
+		floor: func(ctx context.Context, c client.Client, ns, name string, i int, f *fleet) (int, error) {
+			// Every source lives in ns, so the floor's copies are named apart
+			// from the provider's by the floor resource's name too.
+			for _, dst := range f.shared {
+				if err := c.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-src-%d", ns, name, i), Namespace: dst, Labels: map[string]string{floorLabel: "true"}},
+					Data: map[string]string{"k": "v"}}); err != nil {
+					return 0, err
+				}
+			}
+			return len(f.shared), nil
+		},
+		probe: func(ctx context.Context, c client.Client, ns, _ string, i int, f *fleet) (func(context.Context) (bool, error), error) {
+			v := strconv.FormatInt(time.Now().UnixNano(), 10)
+			src := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("src-%d", i), Namespace: ns}}
+			if err := c.Patch(ctx, src, client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"`+v+`"}}`))); err != nil {
+				return nil, err
+			}
+			cp := &corev1.ConfigMap{}
+			key := types.NamespacedName{Namespace: f.shared[0], Name: src.Name}
+			return func(ctx context.Context) (bool, error) {
+				err := c.Get(ctx, key, cp)
+				return err == nil && cp.Data["k"] == v, nil
+			}, nil
+		},
+	}
+}
+
+// awaitFloor waits until every floor object of the list's kind in the fleet's
+// namespaces is ready.
+func awaitFloor(ctx context.Context, f *fleet, l client.ObjectList, ready func(client.Object) bool) error {
+	return wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
+		n := 0
+		for _, ns := range f.nss {
+			if err := env.Client.List(ctx, l, client.InNamespace(ns), client.HasLabels{floorLabel}); err != nil {
+				return false, nil //nolint:nilerr // Try again.
+			}
+			_ = meta.EachListItem(l, func(o kruntime.Object) error {
+				if ready(o.(client.Object)) { //nolint:forcetypeassert // Typed lists hold client.Objects.
+					n++
+				}
+				return nil
+			})
+		}
+		return n >= f.n, nil
+	})
+}
+
+// BenchmarkFleet runs the scenario FLEET_KIND × FLEET_N × FLEET_LAYOUT ("one"
+// namespace, or "spread" over N/10) and writes its result to
+// $BENCH_OUT/fleet/<kind>-<layout>-<n>.json.
+func BenchmarkFleet(b *testing.B) {
+	kindName, layout := os.Getenv("FLEET_KIND"), os.Getenv("FLEET_LAYOUT")
+	k, ok := fleetKinds[kindName]
+	if !ok || (layout != "one" && layout != "spread") {
+		b.Fatalf("FLEET_KIND %q or FLEET_LAYOUT %q unknown", kindName, layout)
+	}
+	n := envInt("FLEET_N", 100)
+	ctx := context.Background()
+	c := env.Client
+	f := &fleet{kind: kindName, n: n}
+	spread := 1
+	if layout == "spread" {
+		spread = max(1, n/10)
+	}
+	f.nss = make([]string, spread)
+	run := strconv.FormatInt(time.Now().Unix()%100000, 10)
+	parallel(b, spread, func(i int) error {
+		f.nss[i] = fmt.Sprintf("fleet-%s-%s-%d", run, kindName, i)
+		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.nss[i]}})
+	})
+	if k.prepare != nil {
+		k.prepare(ctx, b, f)
+	}
+	if k.prereqs != nil {
+		parallel(b, n+fleetProbes, func(i int) error {
+			for _, o := range k.prereqs(f.ns(i), i) {
+				if err := c.Create(ctx, o); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	r := fleetResult{Kind: kindName, Layout: layout, N: n, Namespaces: spread}
+
+	// The floor runs while no provider does: a raw client of the provider's
+	// standing creates the resources, writes what the provider writes for
+	// each (a metadata patch, standing for its finalizer; what it makes or
+	// changes; its status), then deletes its stand-ins.
+	prov.stop()
+	floorCfg := rest.CopyConfig(env.Config)
+	floorCfg.Impersonate = rest.ImpersonationConfig{UserName: floorUser}
+	raw, err := client.New(floorCfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var floorWrites atomic.Int64
+	b.ResetTimer()
+	start := time.Now()
+	parallelN(b, 32, n, func(i int) error {
+		name := fmt.Sprintf("floor-%d", i)
+		mr := k.mr(f.ns(i), name, i, f)
+		mr.SetLabels(map[string]string{floorLabel: "true"})
+		if err := raw.Create(ctx, mr); err != nil {
+			return err
+		}
+		if err := raw.Patch(ctx, mr, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+floorLabel+`":"seen"}}}`))); err != nil {
+			return err
+		}
+		w, err := k.floor(ctx, raw, f.ns(i), name, i, f)
+		floorWrites.Add(int64(w) + 2)
+		return err
+	})
+	if k.floorReady != nil {
+		if err := k.floorReady(ctx, f); err != nil {
+			b.Fatal(err)
+		}
+	}
+	now := metav1.Now().UTC().Format(time.RFC3339)
+	status := []byte(`{"status":{"conditions":[{"type":"Ready","status":"True","reason":"Available","lastTransitionTime":"` + now + `"},{"type":"Synced","status":"True","reason":"ReconcileSuccess","lastTransitionTime":"` + now + `"}]}}`)
+	parallelN(b, 32, n, func(i int) error {
+		mr := k.mr(f.ns(i), fmt.Sprintf("floor-%d", i), i, f)
+		floorWrites.Add(1)
+		return raw.Status().Patch(ctx, mr, client.RawPatch(types.MergePatchType, status))
+	})
+	r.FloorSeconds = time.Since(start).Seconds()
+	r.FloorWritesPerMR = float64(floorWrites.Load()) / float64(n)
+	b.StopTimer()
+	for _, ns := range f.nss {
+		if err := c.DeleteAllOf(ctx, k.mr(ns, "x", 0, f), client.InNamespace(ns), client.MatchingLabels{floorLabel: "true"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	// The provider: the probes converge first, then the fleet is applied
+	// and the probes' changes are timed while it converges.
+	if prov, err = startProvider(ctx, prov.bin, prov.kubeconfig, prov.rate); err != nil {
+		b.Fatal(err)
+	}
+	probe := func(j int) string { return fmt.Sprintf("probe-%d", j) }
+	for j := range fleetProbes {
+		if err := c.Create(ctx, k.mr(f.ns(j), probe(j), n+j, f)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	anyNS := ""
+	if spread == 1 {
+		anyNS = f.nss[0]
+	}
+	if err := awaitReady(ctx, anyNS, fleetProbes, 5*time.Minute, k.list()); err != nil {
+		b.Fatal(err)
+	}
+	base, err := fleetSample(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r.BaseHeap, r.BaseRSS, r.BaseGoroutines = base.heap, base.rss, base.goroutines
+	apiWatchers := func() float64 {
+		m, err := apiserverMetrics(ctx)
+		if err != nil {
+			return 0
+		}
+		return m.sum("apiserver_longrunning_requests", map[string]string{"verb": "WATCH"})
+	}
+	watchersBefore := apiWatchers()
+
+	converged := make(chan struct{})
+	var during []float64
+	var probing sync.WaitGroup
+	probing.Add(1)
+	go func() {
+		defer probing.Done()
+		for j := 0; ; j = (j + 1) % fleetProbes {
+			select {
+			case <-converged:
+				return
+			default:
+			}
+			if d, err := react(ctx, k, f, probe(j), n+j); err == nil {
+				during = append(during, d)
+			} else {
+				b.Log("probe:", err)
+			}
+		}
+	}()
+	b.StartTimer()
+	start = time.Now()
+	parallel(b, n, func(i int) error {
+		return c.Create(ctx, k.mr(f.ns(i), fmt.Sprintf("mr-%d", i), i, f))
+	})
+	if err := awaitReady(ctx, anyNS, n+fleetProbes, 60*time.Minute, k.list()); err != nil {
+		b.Fatal(err)
+	}
+	r.Seconds = time.Since(start).Seconds()
+	b.StopTimer()
+	close(converged)
+	probing.Wait()
+	r.DuringMs = during
+
+	if _, err := settled(ctx); err != nil {
+		b.Fatal(err)
+	}
+	after, err := fleetSample(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mrs := float64(n + fleetProbes)
+	r.Heap, r.RSS, r.Goroutines = after.heap, after.rss, after.goroutines
+	r.Watches = after.watches
+	r.APIServerWatchersDelta = apiWatchers() - watchersBefore
+	r.ReconcilesPerMR = (after.reconciles - base.reconciles) / mrs
+	r.RequestsPerMR = (after.total() - base.total()) / mrs
+	r.WritesPerMR = (after.writes() - base.writes()) / mrs
+	r.Requests, r.ReconcilesBy = map[string]float64{}, map[string]float64{}
+	for k, v := range after.reconcilesBy {
+		if d := v - base.reconcilesBy[k]; d > 0 {
+			r.ReconcilesBy[k] = d / mrs
+		}
+	}
+	for vr, v := range after.requests {
+		if d := v - base.requests[vr]; d > 0 {
+			r.Requests[vr] = d / mrs
+		}
+	}
+	for j := range fleetProbes {
+		d, err := react(ctx, k, f, probe(j), n+j)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.AfterMs = append(r.AfterMs, d)
+	}
+	if _, err := settled(ctx); err != nil {
+		b.Fatal(err)
+	}
+
+	// A restart with the converged fleet: what the new provider sends until
+	// it has reconciled every resource once and its queues are empty.
+	prov.stop()
+	start = time.Now()
+	if prov, err = startProvider(ctx, prov.bin, prov.kubeconfig, prov.rate); err != nil {
+		b.Fatal(err)
+	}
+	var last fleetMetrics
+	quiet := 0
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
+		s, err := fleetScrape()
+		if err != nil {
+			return false, nil //nolint:nilerr // Try again.
+		}
+		if s.reconciles >= mrs && s.depth == 0 && s.total() == last.total() {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = s
+		return quiet >= 4, nil // A second without a request.
+	})
+	if err != nil {
+		b.Fatalf("the restarted provider did not become idle: %v", err)
+	}
+	r.RestartSeconds = time.Since(start).Seconds() - 1
+	r.RestartRequests, r.RestartWrites, r.RestartRequestsBy = last.total(), last.writes(), last.requests
+
+	b.ReportMetric(r.Seconds, "s-converge")
+	b.ReportMetric(r.FloorSeconds, "s-floor")
+	b.ReportMetric(r.ReconcilesPerMR, "reconciles/MR")
+	b.ReportMetric(r.RequestsPerMR, "requests/MR")
+	if err := writeFleetResult(r); err != nil {
+		b.Fatal(err)
+	}
+	if !disposable() {
+		abandon(b, c, []client.ObjectList{k.list()}, f.nss)
+	}
+}
+
+// react makes probe resource name's change and returns the milliseconds until
+// the provider acted on it.
+func react(ctx context.Context, k fleetKind, f *fleet, name string, i int) (float64, error) {
+	start := time.Now()
+	acted, err := k.probe(ctx, env.Client, f.ns(i-f.n), name, i, f)
+	if err != nil {
+		return 0, err
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Minute, true, acted); err != nil {
+		return 0, fmt.Errorf("%s: no action: %w", name, err)
+	}
+	return float64(time.Since(start).Microseconds()) / 1000, nil
+}
+
+// fleetMetrics is one reading of the provider's metrics.
+type fleetMetrics struct {
+	heap, rss, goroutines, reconciles, watches, depth float64
+	requests                                          map[string]float64 // "verb resource"
+	reconcilesBy                                      map[string]float64 // "controller result"
+}
+
+func (m fleetMetrics) total() float64 {
+	t := 0.0
+	for _, v := range m.requests {
+		t += v
+	}
+	return t
+}
+
+func (m fleetMetrics) writes() float64 {
+	t := 0.0
+	for vr, v := range m.requests {
+		var verb, res string
+		_, _ = fmt.Sscan(vr, &verb, &res)
+		switch verb {
+		case "create", "update", "patch", "delete", "deletecollection":
+			t += v
+		}
+	}
+	return t
+}
+
+// fleetScrape reads the provider's metrics without a garbage collection.
+func fleetScrape() (fleetMetrics, error) {
+	m, err := prov.providerMetrics()
+	if err != nil {
+		return fleetMetrics{}, err
+	}
+	out := fleetMetrics{
+		goroutines:   m.sum("go_goroutines", nil),
+		reconciles:   m.sum("controller_runtime_reconcile_total", nil),
+		watches:      m.sum("clusterops_api_watches", nil),
+		depth:        m.sum("workqueue_depth", nil),
+		heap:         m.sum("go_memstats_heap_alloc_bytes", nil),
+		requests:     map[string]float64{},
+		reconcilesBy: map[string]float64{},
+	}
+	if mf, ok := m["controller_runtime_reconcile_total"]; ok {
+		for _, s := range mf.GetMetric() {
+			var c, res string
+			for _, l := range s.GetLabel() {
+				switch l.GetName() {
+				case "controller":
+					c = l.GetValue()
+				case "result":
+					res = l.GetValue()
+				}
+			}
+			out.reconcilesBy[c+" "+res] += s.GetCounter().GetValue()
+		}
+	}
+	if mf, ok := m["clusterops_api_requests_total"]; ok {
+		for _, s := range mf.GetMetric() {
+			var verb, res string
+			for _, l := range s.GetLabel() {
+				switch l.GetName() {
+				case "verb":
+					verb = l.GetValue()
+				case "resource":
+					res = l.GetValue()
+				}
+			}
+			out.requests[verb+" "+res] += s.GetCounter().GetValue()
+		}
+	}
+	return out, nil
+}
+
+// fleetSample reads the provider's metrics after a garbage collection, with
+// its resident set.
+func fleetSample(ctx context.Context) (fleetMetrics, error) {
+	if err := prov.collectGarbage(); err != nil {
+		return fleetMetrics{}, err
+	}
+	m, err := fleetScrape()
+	if err != nil {
+		return m, err
+	}
+	m.rss, err = prov.rssBytes()
+	_ = ctx
+	return m, err
+}
+
+func writeFleetResult(r fleetResult) error {
+	dir := filepath.Join(os.Getenv("BENCH_OUT"), "fleet")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%s-%d.json", r.Kind, r.Layout, r.N)), b, 0o644)
+}
