@@ -61,6 +61,10 @@ e2e: ## Run the e2e tests on a local control plane (started and stopped unless o
 bench: ## Run the benchmarks on the local control plane and write docs/benchmarks.md.
 	cluster/local/bench.sh
 
+.PHONY: bench-fleet
+bench-fleet: ## Run the fleet benchmarks (every kind, 100 to 10,000 at once) and add them to docs/benchmarks.md.
+	cluster/local/bench-fleet.sh
+
 .PHONY: fuzz
 fuzz: ## Fuzz every pure function that takes user input (hack/fuzz.sh lists them), 20s each.
 	hack/fuzz.sh 20s
@@ -87,11 +91,16 @@ demo: ## Start a local control plane, run the provider, apply examples/ and show
 	cluster/local/demo.sh
 
 .PHONY: xpkg
-xpkg: ## Build the Crossplane packages _output/xpkg/{provider,function}-clusterops-$(VERSION).xpkg, without Docker.
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/linux_amd64/provider ./cmd/provider
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags '$(LDFLAGS)' -o bin/linux_amd64/function ./cmd/function
-	go run ./hack/xpkg --package-root=package --examples-root=examples --binary=bin/linux_amd64/provider --version=$(VERSION) --output=_output/xpkg/provider-clusterops-$(VERSION).xpkg
-	go run ./hack/xpkg --kind=function --package-root=package/function --examples-root=examples/platform --binary=bin/linux_amd64/function --version=$(VERSION) --output=_output/xpkg/function-clusterops-$(VERSION).xpkg
+XPKG_PLATFORMS := linux_amd64 linux_arm64
+xpkg: ## Build the Crossplane packages into _output/xpkg without Docker: provider and function for linux/amd64 and linux/arm64, and the platform configuration.
+	for p in $(XPKG_PLATFORMS); do \
+	  for c in provider function; do \
+	    CGO_ENABLED=0 GOOS=$${p%_*} GOARCH=$${p#*_} go build -trimpath -ldflags '$(LDFLAGS)' -o bin/$$p/$$c ./cmd/$$c || exit 1; \
+	  done; \
+	done
+	go run ./hack/xpkg --kind=provider --package-root=package --examples-root=examples $(foreach p,$(XPKG_PLATFORMS),--binary=bin/$(p)/provider) --version=$(VERSION)
+	go run ./hack/xpkg --kind=function --package-root=package-function --examples-root=examples/platform $(foreach p,$(XPKG_PLATFORMS),--binary=bin/$(p)/function) --version=$(VERSION)
+	go run ./hack/xpkg --kind=configuration --package-root=package-configuration --examples-root=examples/platform --version=$(VERSION)
 
 .PHONY: reviewable
 reviewable: generate vet ## Generate, tidy and vet: run before sending a change.

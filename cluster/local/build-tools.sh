@@ -3,10 +3,10 @@
 # prebuilt binaries) and caches every tool under $CACHE_DIR/tools/<tool>-<version>/. A tool whose
 # cache directory is complete is not built again.
 #
-#   cluster/local/build-tools.sh [controlplane|crossplane ...]   (default: both)
+#   cluster/local/build-tools.sh [controlplane|crossplane|crank ...]   (default: all three)
 #
 # Prints nothing but progress on stderr; `cluster/local/build-tools.sh envtest-dir` prints the
-# directory to use as KUBEBUILDER_ASSETS.
+# directory to use as KUBEBUILDER_ASSETS, `crossplane-dir` and `crank-dir` where those are.
 set -euo pipefail
 
 # shellcheck source=common.sh
@@ -143,21 +143,54 @@ GO
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
+# The Crossplane CLI, crank, as users run it (`crossplane xpkg build`, `crossplane beta validate`,
+# `crossplane xpkg install`). Its last release served as a Go module is older than core
+# (versions.env). The version is stamped as a release build does: `crossplane version` reports it,
+# and `beta validate` names the core image of that version unless told another.
+crank_dir() { echo "$tools/crank-$CRANK_VERSION"; }
+build_crank() {
+  local out
+  out="$(crank_dir)"
+  [[ -x "$out/crank" ]] && return
+  log "building crank (the crossplane CLI) $CRANK_VERSION (~5 min cold)"
+  local w="$tools/.work/crank"
+  wrapper "$w" clusterops.local/cranktool
+  cat >"$w/tools.go" <<'GO'
+//go:build tools
+
+package tools
+
+import _ "github.com/crossplane/crossplane/v2/cmd/crank"
+GO
+  (
+    cd "$w"
+    go mod edit -require="github.com/crossplane/crossplane/v2@$CRANK_VERSION"
+    mkdir -p "$out.tmp"
+    # -mod=mod fetches only the modules crank's packages need.
+    CGO_ENABLED=0 go build -mod=mod -tags tools -gcflags=all=-dwarf=false -o "$out.tmp/crank" \
+      -ldflags "-s -w -X github.com/crossplane/crossplane/v2/internal/version.version=$CRANK_VERSION" \
+      github.com/crossplane/crossplane/v2/cmd/crank
+  )
+  rm -rf "$out" && mv "$out.tmp" "$out"
+}
+
 if [[ "${1:-}" == envtest-dir || "${1:-}" == controlplane-dir ]]; then echo "$cp_dir"; exit 0; fi
 if [[ "${1:-}" == crossplane-dir ]]; then crossplane_dir; exit 0; fi
+if [[ "${1:-}" == crank-dir ]]; then crank_dir; exit 0; fi
 # Concurrent runs would wipe each other's work directories; the second waits for the first, then
 # finds the tools built.
 exec 9>"$tools/.lock"
 flock 9
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(controlplane crossplane)
-# The control plane and crossplane build side by side: one's module downloads and single-threaded
-# links overlap the other's compile. The old per-tool names all mean the control plane.
+[[ ${#targets[@]} -gt 0 ]] || targets=(controlplane crossplane crank)
+# The control plane, crossplane and crank build side by side: one's module downloads and
+# single-threaded links overlap another's compile. The old per-tool names all mean the control plane.
 declare -A base=()
 for t in "${targets[@]}"; do
   case "$t" in
     controlplane|envtest|kubernetes|etcd|kwok) base[controlplane]=1 ;;
     crossplane) base[crossplane]=1 ;;
+    crank) base[crank]=1 ;;
     *) echo "build-tools: unknown tool $t" >&2; exit 2 ;;
   esac
 done

@@ -8,6 +8,10 @@ set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
+# The Crossplane tier installs the configuration package with the Crossplane CLI, as the README
+# does: built (before any control plane starts) unless `make tools` built it already.
+"$here/build-tools.sh" crank
+
 if [[ -z "${KUBECONFIG:-}" ]]; then
   if ! cluster_healthy; then
     teardown() {
@@ -28,8 +32,9 @@ if [[ -z "${KUBECONFIG:-}" ]]; then
 fi
 
 cd "$root"
-export CROSSPLANE_DIR
+export CROSSPLANE_DIR CRANK_DIR
 CROSSPLANE_DIR="$("$here/build-tools.sh" crossplane-dir)"
+CRANK_DIR="$("$here/build-tools.sh" crank-dir)"
 # The Crossplane tier keeps core's, the provider's and the function's logs with the control plane's.
 export CROSSPLANE_E2E_LOGS="${CROSSPLANE_E2E_LOGS:-$state/logs/crossplane}"
 # One package at a time: the in-process provider of test/e2e and the one Crossplane installs in

@@ -36,9 +36,11 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"github.com/clusterops/provider-clusterops/apis"
+	"github.com/clusterops/provider-clusterops/internal/apimetrics"
 	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
 	"github.com/clusterops/provider-clusterops/internal/controller/appbundle"
 	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
+	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/target"
 	"github.com/clusterops/provider-clusterops/internal/version"
 )
@@ -58,6 +60,8 @@ type options struct {
 	leaseDuration            time.Duration
 	renewDeadline            time.Duration
 	retryPeriod              time.Duration
+	enableChangeLogs         bool
+	changeLogsSocketPath     string
 }
 
 func parse(args []string) (options, error) {
@@ -82,8 +86,15 @@ func parse(args []string) (options, error) {
 	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 60*time.Second, "How long a leader's lease lasts without renewal: the longest a replica waits to take over from a leader that died.")
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 50*time.Second, "How long the leader keeps trying to renew its lease before it gives up leading (and exits).")
 	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the lease.")
+	// As in crossplane-runtime's providers: off by default, and the socket is
+	// where Crossplane's changelogs sidecar listens.
+	fs.BoolVar(&o.enableChangeLogs, "enable-changelogs", false, "Send every create, update and delete of every managed resource kind to the change-log gRPC service (alpha).")
+	fs.StringVar(&o.changeLogsSocketPath, "changelogs-socket-path", "/var/run/changelogs/changelogs.sock", "Unix socket of the change-log gRPC service, used with --enable-changelogs.")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.enableChangeLogs && o.changeLogsSocketPath == "" {
+		return o, errors.New("--enable-changelogs needs a --changelogs-socket-path")
 	}
 	if o.poll <= 0 || o.sync <= 0 || o.maxReconcileRate <= 0 {
 		return o, errors.New("--poll, --sync and --max-reconcile-rate must be positive")
@@ -132,6 +143,10 @@ func run(o options) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot get API server config: set KUBECONFIG or run in a cluster")
 	}
+	// Every client made from cfg, the remote clusters' aside, counts its
+	// requests by verb and resource.
+	apimetrics.Instrument(cfg)
+	apimetrics.Register(metrics.Registry)
 	ownedPods, err := ownedBy(immortalcontainer.LabelOwner)
 	if err != nil {
 		return err
@@ -202,6 +217,14 @@ func run(o options) error {
 	}
 	if o.enableManagementPolicies {
 		co.Features.Enable(feature.EnableBetaManagementPolicies)
+	}
+	if o.enableChangeLogs {
+		clo, _, err := managedkind.ChangeLogs(o.changeLogsSocketPath, "provider-clusterops:"+version.Version)
+		if err != nil {
+			return err
+		}
+		co.Features.Enable(feature.EnableAlphaChangeLogs)
+		co.ChangeLogOptions = clo
 	}
 
 	limited := ratelimiter.LimitRESTConfig(cfg, o.maxReconcileRate)

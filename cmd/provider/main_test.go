@@ -12,6 +12,7 @@ func TestParse(t *testing.T) {
 		poll: 10 * time.Minute, sync: time.Hour, maxReconcileRate: 100, enableManagementPolicies: true,
 		safeStart: true, namespace: "crossplane-system", metricsAddr: ":8080", healthAddr: ":8081", pprofAddr: "0",
 		leaseDuration: time.Minute, renewDeadline: 50 * time.Second, retryPeriod: 2 * time.Second,
+		changeLogsSocketPath: "/var/run/changelogs/changelogs.sock",
 	}
 	type want struct {
 		o   options
@@ -30,10 +31,18 @@ func TestParse(t *testing.T) {
 			reason: "Every flag is read.",
 			args: []string{"--debug", "--poll=30s", "--sync=2h", "--max-reconcile-rate=50", "--leader-election",
 				"--enable-management-policies=false", "--safe-start=false", "--namespace=ops", "--metrics-bind-address=:9090", "--health-probe-bind-address=0", "--pprof-bind-address=127.0.0.1:6060",
-				"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s"},
+				"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s",
+				"--enable-changelogs", "--changelogs-socket-path=/run/cl.sock"},
 			want: want{o: options{debug: true, poll: 30 * time.Second, sync: 2 * time.Hour, maxReconcileRate: 50, leaderElection: true,
 				namespace: "ops", metricsAddr: ":9090", healthAddr: "0", pprofAddr: "127.0.0.1:6060",
-				leaseDuration: 8 * time.Second, renewDeadline: 6 * time.Second, retryPeriod: time.Second}},
+				leaseDuration: 8 * time.Second, renewDeadline: 6 * time.Second, retryPeriod: time.Second,
+				enableChangeLogs: true, changeLogsSocketPath: "/run/cl.sock"}},
+		},
+		"ChangeLogsWithoutSocket": {
+			reason: "Change logs need a socket to send to: refused without one.",
+			args:   []string{"--enable-changelogs", "--changelogs-socket-path="},
+			want: want{o: func() options { o := defaults; o.enableChangeLogs, o.changeLogsSocketPath = true, ""; return o }(),
+				err: "--enable-changelogs needs a --changelogs-socket-path"},
 		},
 		"RenewDeadlineNotBelowLease": {
 			reason: "A leader that may renew for as long as its lease lasts can lose the lease while it still acts: refused.",

@@ -16,14 +16,24 @@ limitations under the License.
 
 // Command xpkg builds the Crossplane packages (.xpkg) of this repository
 // without a container engine: the provider, provider-clusterops (--kind=provider,
-// the default), and the composition function, function-clusterops
-// (--kind=function).
+// the default), the composition function, function-clusterops
+// (--kind=function), and the platform APIs, configuration-clusterops-platform
+// (--kind=configuration).
 //
-// It wraps a prebuilt static linux/amd64 binary in a single-layer runtime
-// image, then builds the package on top of it with crossplane-runtime's xpkg
-// builder, the builder behind `crossplane xpkg build --embed-runtime-image`.
-// The result is written as an image tarball that `crossplane xpkg push -f`
-// accepts.
+// For the provider and the function it wraps each prebuilt static binary
+// (--binary, one for linux/amd64 and one for linux/arm64) in a single-layer
+// runtime image and builds the package on top of it with crossplane-runtime's
+// xpkg builder, the builder behind `crossplane xpkg build
+// --embed-runtime-image`. It writes, under --output-dir:
+//
+//   - <package>-<version>-linux_<arch>.xpkg: one image tarball per platform, as
+//     `crossplane xpkg build` writes them; `crossplane xpkg push -f
+//     <amd64>.xpkg,<arm64>.xpkg <ref>` pushes both and the index over them.
+//   - <package>-<version>/: an OCI image layout holding that same image index,
+//     its layers annotated as a push annotates them (`crane push` pushes it).
+//
+// A configuration has no runtime and no platform: one <package>-<version>.xpkg
+// and a layout holding its image.
 package main
 
 import (
@@ -34,9 +44,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	iofs "io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +54,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/spf13/afero"
@@ -63,6 +74,9 @@ const (
 
 	metaFile    = "crossplane.yaml"
 	runtimeUser = "65532:65532"
+
+	// refNameAnnotation names the package in the layout's index.json.
+	refNameAnnotation = "org.opencontainers.image.ref.name"
 )
 
 // A packageKind is what differs between the packages this command builds.
@@ -72,7 +86,7 @@ type packageKind struct {
 	// packageRoot is the default --package-root.
 	packageRoot string
 	// binaryPath is where the binary goes in the runtime image, which runs it
-	// as its entrypoint.
+	// as its entrypoint; empty for a package without a runtime.
 	binaryPath string
 	// metaKind is the kind of crossplane.yaml, and meta returns the type it
 	// must decode into strictly.
@@ -91,11 +105,35 @@ var kinds = map[string]packageKind{ //nolint:gochecknoglobals // A constant in s
 	},
 	"function": {
 		name:        "function-clusterops",
-		packageRoot: filepath.Join("package", "function"),
+		packageRoot: "package-function",
 		binaryPath:  "usr/local/bin/function",
 		metaKind:    pkgmetav1.FunctionKind,
 		meta:        func() any { return &pkgmetav1.Function{} },
 	},
+	"configuration": {
+		name:        "configuration-clusterops-platform",
+		packageRoot: "package-configuration",
+		metaKind:    pkgmetav1.ConfigurationKind,
+		meta:        func() any { return &pkgmetav1.Configuration{} },
+	},
+}
+
+// A platform a runtime image is built for, and the ELF machine of the
+// binaries that run on it.
+type platform struct {
+	os, arch string
+	machine  elf.Machine
+}
+
+func (p platform) String() string { return p.os + "/" + p.arch }
+
+// fileSuffix is the platform as a file name suffix: linux_amd64.
+func (p platform) fileSuffix() string { return p.os + "_" + p.arch }
+
+// platforms are those of every provider and function package, in index order.
+var platforms = []platform{ //nolint:gochecknoglobals // A constant in spirit.
+	{os: "linux", arch: "amd64", machine: elf.EM_X86_64},
+	{os: "linux", arch: "arm64", machine: elf.EM_AARCH64},
 }
 
 // epoch is the timestamp of everything in the runtime image, so the same
@@ -107,10 +145,23 @@ type options struct {
 	Kind         string
 	PackageRoot  string
 	ExamplesRoot string
-	Binary       string
+	Binaries     []string
 	Version      string
-	Output       string
+	OutputDir    string
 	Repository   string
+}
+
+// A result is what build wrote.
+type result struct {
+	// Layout is the OCI image layout holding the package: the image index
+	// of a provider or function, the image of a configuration.
+	Layout string
+	// Digest is the digest of that index or image: what a registry serves
+	// for the package's tag once the layout is pushed.
+	Digest v1.Hash
+	// Tarballs are the image tarballs for `crossplane xpkg push -f`, by
+	// platform (linux/amd64), or under "" for a configuration.
+	Tarballs map[string]string
 }
 
 func main() {
@@ -122,11 +173,15 @@ func main() {
 		fail(err)
 	}
 
-	if _, err := build(context.Background(), o); err != nil {
+	r, err := build(context.Background(), o)
+	if err != nil {
 		fail(err)
 	}
 
-	fmt.Fprintln(os.Stdout, "wrote", o.Output)
+	fmt.Fprintf(os.Stdout, "wrote %s (%s)\n", r.Layout, r.Digest)
+	for _, p := range sortedKeys(r.Tarballs) {
+		fmt.Fprintln(os.Stdout, "wrote", r.Tarballs[p])
+	}
 }
 
 func fail(err error) {
@@ -134,17 +189,36 @@ func fail(err error) {
 	os.Exit(1)
 }
 
+// listFlag is a flag that may be repeated or given a comma-separated list.
+type listFlag struct{ values *[]string }
+
+func (l listFlag) String() string {
+	if l.values == nil {
+		return ""
+	}
+	return strings.Join(*l.values, ",")
+}
+
+func (l listFlag) Set(s string) error {
+	for v := range strings.SplitSeq(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			*l.values = append(*l.values, v)
+		}
+	}
+	return nil
+}
+
 // parseFlags parses and validates the command line.
 func parseFlags(args []string) (options, error) {
 	o := options{}
 	fs := flag.NewFlagSet("xpkg", flag.ContinueOnError)
-	fs.StringVar(&o.Kind, "kind", "provider", "package to build: provider or function")
-	fs.StringVar(&o.PackageRoot, "package-root", "", "directory holding crossplane.yaml and crds/ (default package for a provider, package/function for a function)")
+	fs.StringVar(&o.Kind, "kind", "provider", "package to build: provider, function or configuration")
+	fs.StringVar(&o.PackageRoot, "package-root", "", "directory holding crossplane.yaml and the package's objects (default package, package-function or package-configuration)")
 	fs.StringVar(&o.ExamplesRoot, "examples-root", "", "optional directory of example manifests to embed")
-	fs.StringVar(&o.Binary, "binary", "", "static linux/amd64 binary (CGO_ENABLED=0), the runtime image's entrypoint")
+	fs.Var(listFlag{&o.Binaries}, "binary", "static binary (CGO_ENABLED=0) to run in the runtime image, one per platform ("+platformList()+"): repeat the flag or separate them with commas; the platform is read from the binary. Not for a configuration")
 	fs.StringVar(&o.Version, "version", "", "package version, used as the image tag")
-	fs.StringVar(&o.Output, "output", "", "output .xpkg path (default _output/xpkg/<package>-<version>.xpkg)")
-	fs.StringVar(&o.Repository, "repository", "", "repository recorded with the tag in the tarball (default "+repositoryPrefix+"<package>)")
+	fs.StringVar(&o.OutputDir, "output-dir", filepath.Join("_output", "xpkg"), "directory the package is written to, as <package>-<version>[-<os>_<arch>].xpkg and the OCI image layout <package>-<version>/")
+	fs.StringVar(&o.Repository, "repository", "", "repository recorded with the tag (default "+repositoryPrefix+"<package>)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -153,16 +227,19 @@ func parseFlags(args []string) (options, error) {
 	}
 	k, ok := kinds[o.Kind]
 	if !ok {
-		return o, errors.Errorf("--kind must be provider or function, not %q", o.Kind)
+		return o, errors.Errorf("--kind must be provider, function or configuration, not %q", o.Kind)
 	}
-	if o.Binary == "" || o.Version == "" {
-		return o, errors.New("--binary and --version are required")
+	if o.Version == "" {
+		return o, errors.New("--version is required")
+	}
+	switch {
+	case k.binaryPath == "" && len(o.Binaries) > 0:
+		return o, errors.Errorf("a %s package has no runtime: --binary is not for it", o.Kind)
+	case k.binaryPath != "" && len(o.Binaries) == 0:
+		return o, errors.Errorf("a %s package needs --binary, one static binary per platform (%s)", o.Kind, platformList())
 	}
 	if o.PackageRoot == "" {
 		o.PackageRoot = k.packageRoot
-	}
-	if o.Output == "" {
-		o.Output = filepath.Join("_output", "xpkg", k.name+"-"+o.Version+".xpkg")
 	}
 	if o.Repository == "" {
 		o.Repository = repositoryPrefix + k.name
@@ -170,45 +247,202 @@ func parseFlags(args []string) (options, error) {
 	return o, nil
 }
 
-// build builds the package described by o, writes it to o.Output and returns
-// the package image's digest. A push reports a different digest: it moves the
-// layer annotations the tarball keeps as config labels into the manifest.
-func build(ctx context.Context, o options) (v1.Hash, error) {
+func platformList() string {
+	s := make([]string, 0, len(platforms))
+	for _, p := range platforms {
+		s = append(s, p.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+// build builds the package described by o and writes it under o.OutputDir.
+// Nothing is written unless everything is: a failed build leaves no output.
+func build(ctx context.Context, o options) (result, error) {
 	tag, err := name.NewTag(o.Repository + ":" + o.Version)
 	if err != nil {
-		return v1.Hash{}, errors.Wrap(err, "cannot make an image tag from --repository and --version")
+		return result{}, errors.Wrap(err, "cannot make an image tag from --repository and --version")
 	}
 
 	k, ok := kinds[o.Kind]
 	if !ok {
-		return v1.Hash{}, errors.Errorf("unknown package kind %q", o.Kind)
+		return result{}, errors.Errorf("unknown package kind %q", o.Kind)
 	}
 
 	if err := checkMeta(filepath.Join(o.PackageRoot, metaFile), k); err != nil {
-		return v1.Hash{}, err
-	}
-
-	rt, err := runtimeImage(k, o.Binary, o.Version)
-	if err != nil {
-		return v1.Hash{}, err
+		return result{}, err
 	}
 
 	b, err := newBuilder(o.PackageRoot, o.ExamplesRoot)
 	if err != nil {
-		return v1.Hash{}, err
+		return result{}, err
 	}
 
-	img, _, err := b.Build(ctx, xpkg.WithBase(rt))
+	// The images to write, by platform ("" for a configuration's).
+	images := map[string]v1.Image{}
+	if k.binaryPath == "" {
+		img, _, err := b.Build(ctx)
+		if err != nil {
+			return result{}, errors.Wrap(err, "cannot build package")
+		}
+		images[""] = img
+	} else {
+		byPlatform, err := platformBinaries(o.Binaries)
+		if err != nil {
+			return result{}, err
+		}
+		for _, p := range platforms {
+			rt, err := runtimeImage(k, byPlatform[p], o.Version, p)
+			if err != nil {
+				return result{}, err
+			}
+			img, _, err := b.Build(ctx, xpkg.WithBase(rt))
+			if err != nil {
+				return result{}, errors.Wrapf(err, "cannot build %s package", p)
+			}
+			images[p.String()] = img
+		}
+	}
+
+	return write(o, k, tag, images)
+}
+
+// platformBinaries checks every binary and returns them by platform: exactly
+// one for each of platforms.
+func platformBinaries(binaries []string) (map[platform]string, error) {
+	out := map[platform]string{}
+	for _, bin := range binaries {
+		p, err := checkBinary(bin)
+		if err != nil {
+			return nil, err
+		}
+		if prev, ok := out[p]; ok {
+			return nil, errors.Errorf("binaries %s and %s are both built for %s: want one per platform", prev, bin, p)
+		}
+		out[p] = bin
+	}
+	var missing []string
+	for _, p := range platforms {
+		if _, ok := out[p]; !ok {
+			missing = append(missing, p.String())
+		}
+	}
+	if len(missing) > 0 {
+		return nil, errors.Errorf("no binary for %s: a package carries %s (build each with CGO_ENABLED=0 GOOS=linux GOARCH=<arch>)", strings.Join(missing, ", "), platformList())
+	}
+	return out, nil
+}
+
+// write writes the package's images as tarballs, and as an OCI image layout
+// holding the image index over them (or the one image of a configuration).
+// Everything is staged in a temporary directory next to the output, then
+// moved into place.
+func write(o options, k packageKind, tag name.Tag, images map[string]v1.Image) (result, error) {
+	if err := os.MkdirAll(o.OutputDir, 0o750); err != nil {
+		return result{}, errors.Wrap(err, "cannot create output directory")
+	}
+	stage, err := os.MkdirTemp(o.OutputDir, ".xpkg-")
 	if err != nil {
-		return v1.Hash{}, errors.Wrap(err, "cannot build package")
+		return result{}, errors.Wrap(err, "cannot create staging directory")
+	}
+	defer func() { _ = os.RemoveAll(stage) }()
+
+	base := k.name + "-" + o.Version
+	r := result{Layout: filepath.Join(o.OutputDir, base), Tarballs: map[string]string{}}
+	moves := map[string]string{filepath.Join(stage, base): r.Layout}
+
+	var (
+		adds  []mutate.IndexAddendum
+		image v1.Image
+	)
+	for _, p := range sortedKeys(images) {
+		img := images[p]
+		file := base + ".xpkg"
+		if p != "" {
+			file = base + "-" + strings.ReplaceAll(p, "/", "_") + ".xpkg"
+		}
+		if err := writeTarball(filepath.Join(stage, file), tag, img); err != nil {
+			return result{}, err
+		}
+		r.Tarballs[p] = filepath.Join(o.OutputDir, file)
+		moves[filepath.Join(stage, file)] = r.Tarballs[p]
+
+		// As `crossplane xpkg push` does before it pushes: the tarball keeps
+		// the layer annotations as config labels, a registry in the manifest.
+		annotated, err := xpkg.AnnotateLayers(img)
+		if err != nil {
+			return result{}, errors.Wrap(err, "cannot annotate package layers")
+		}
+		image = annotated
+		if p != "" {
+			add, err := indexAddendum(annotated)
+			if err != nil {
+				return result{}, err
+			}
+			adds = append(adds, add)
+		}
 	}
 
-	if err := writeTarball(o.Output, tag, img); err != nil {
-		return v1.Hash{}, err
+	l, err := layout.Write(filepath.Join(stage, base), empty.Index)
+	if err != nil {
+		return result{}, errors.Wrap(err, "cannot write OCI image layout")
 	}
+	ref := layout.WithAnnotations(map[string]string{refNameAnnotation: tag.String()})
+	if len(adds) > 0 {
+		// The index `crossplane xpkg push -f a.xpkg,b.xpkg` makes.
+		idx := mutate.AppendManifests(empty.Index, adds...)
+		if err := l.AppendIndex(idx, ref); err != nil {
+			return result{}, errors.Wrap(err, "cannot write image index")
+		}
+		if r.Digest, err = idx.Digest(); err != nil {
+			return result{}, errors.Wrap(err, "cannot compute image index digest")
+		}
+	} else {
+		if err := l.AppendImage(image, ref); err != nil {
+			return result{}, errors.Wrap(err, "cannot write image")
+		}
+		if r.Digest, err = image.Digest(); err != nil {
+			return result{}, errors.Wrap(err, "cannot compute image digest")
+		}
+	}
+	for _, from := range sortedKeys(moves) {
+		to := moves[from]
+		if err := os.RemoveAll(to); err != nil {
+			return result{}, errors.Wrapf(err, "cannot replace %s", to)
+		}
+		if err := os.Rename(from, to); err != nil {
+			return result{}, errors.Wrapf(err, "cannot move %s into place", to)
+		}
+	}
+	return r, nil
+}
 
-	d, err := img.Digest()
-	return d, errors.Wrap(err, "cannot compute package digest")
+// indexAddendum describes a package image in an image index by the platform
+// its config names, as `crossplane xpkg push` does.
+func indexAddendum(img v1.Image) (mutate.IndexAddendum, error) {
+	mt, err := img.MediaType()
+	if err != nil {
+		return mutate.IndexAddendum{}, errors.Wrap(err, "cannot get package media type")
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return mutate.IndexAddendum{}, errors.Wrap(err, "cannot get package config")
+	}
+	return mutate.IndexAddendum{
+		Add: img,
+		Descriptor: v1.Descriptor{
+			MediaType: mt,
+			Platform:  &v1.Platform{OS: cfg.OS, Architecture: cfg.Architecture, OSVersion: cfg.OSVersion},
+		},
+	}, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // checkMeta strictly decodes the package metadata into the kind's type. The xpkg parser silently
@@ -236,9 +470,9 @@ func checkMeta(path string, k packageKind) error {
 	return nil
 }
 
-// runtimeImage returns a single-layer image that runs the binary as a
-// non-root user.
-func runtimeImage(k packageKind, binary, version string) (v1.Image, error) {
+// runtimeImage returns a single-layer image for platform p that runs the
+// binary as a non-root user.
+func runtimeImage(k packageKind, binary, version string, p platform) (v1.Image, error) {
 	l, err := binaryLayer(binary, k.binaryPath)
 	if err != nil {
 		return nil, err
@@ -255,8 +489,8 @@ func runtimeImage(k packageKind, binary, version string) (v1.Image, error) {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.Created = v1.Time{Time: epoch}
-	cfg.OS = "linux"
-	cfg.Architecture = "amd64"
+	cfg.OS = p.os
+	cfg.Architecture = p.arch
 	cfg.Config.Entrypoint = []string{"/" + k.binaryPath}
 	cfg.Config.User = runtimeUser
 	cfg.Config.Labels = map[string]string{
@@ -273,9 +507,6 @@ func runtimeImage(k packageKind, binary, version string) (v1.Image, error) {
 // usr/local/bin/), plus the directories leading to it and a world-writable
 // /tmp.
 func binaryLayer(binary, binaryPath string) (v1.Layer, error) {
-	if err := checkBinary(binary); err != nil {
-		return nil, err
-	}
 	data, err := os.ReadFile(filepath.Clean(binary))
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot read binary")
@@ -309,36 +540,39 @@ func binaryLayer(binary, binaryPath string) (v1.Layer, error) {
 	return l, errors.Wrap(err, "cannot make runtime layer")
 }
 
-// checkBinary rejects binaries that cannot run in an empty linux/amd64 image:
-// anything but a statically linked x86-64 ELF executable.
-func checkBinary(path string) error {
+// checkBinary returns the platform a binary runs on, and rejects binaries
+// that cannot run in an empty image of one of platforms: anything but a
+// statically linked 64-bit Linux ELF executable for one of their machines.
+func checkBinary(path string) (platform, error) {
 	f, err := elf.Open(filepath.Clean(path))
 	if err != nil {
-		return errors.Wrapf(err, "cannot read binary %s as an ELF executable", path)
+		return platform{}, errors.Wrapf(err, "cannot read binary %s as an ELF executable", path)
 	}
 	defer func() { _ = f.Close() }()
 
-	if f.Class != elf.ELFCLASS64 || f.Machine != elf.EM_X86_64 {
-		return errors.Errorf("binary %s is built for %s, want amd64", path, f.Machine)
+	i := slices.IndexFunc(platforms, func(p platform) bool { return p.machine == f.Machine })
+	if f.Class != elf.ELFCLASS64 || i < 0 {
+		return platform{}, errors.Errorf("binary %s is built for %s %s, want one of %s", path, f.Class, f.Machine, platformList())
 	}
 	if f.OSABI != elf.ELFOSABI_NONE && f.OSABI != elf.ELFOSABI_LINUX {
-		return errors.Errorf("binary %s is built for %s, want linux", path, f.OSABI)
+		return platform{}, errors.Errorf("binary %s is built for %s, want linux", path, f.OSABI)
 	}
 	if f.Type != elf.ET_EXEC && f.Type != elf.ET_DYN {
-		return errors.Errorf("binary %s is a %s, want an executable", path, f.Type)
+		return platform{}, errors.Errorf("binary %s is a %s, want an executable", path, f.Type)
 	}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			return errors.Errorf("binary %s is dynamically linked; build it with CGO_ENABLED=0", path)
+			return platform{}, errors.Errorf("binary %s is dynamically linked; build it with CGO_ENABLED=0", path)
 		}
 	}
-	return nil
+	return platforms[i], nil
 }
 
 // newBuilder returns an xpkg builder configured like `crossplane xpkg build`:
 // every non-empty YAML file under the package root (except the examples
-// directory and nested packages) goes into the package, examples go into their
-// own layer.
+// directory) goes into the package, examples go into their own layer. A
+// second crossplane.yaml below the root fails the build, as it fails
+// `crossplane xpkg build`: each package has a directory of its own.
 func newBuilder(packageRoot, examplesRoot string) (*xpkg.Builder, error) {
 	fs := afero.NewOsFs()
 
@@ -353,13 +587,6 @@ func newBuilder(packageRoot, examplesRoot string) (*xpkg.Builder, error) {
 	}
 
 	filters := yamlFilters()
-	nested, err := nestedPackages(root)
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range nested {
-		filters = append(filters, xpkg.SkipContains(d+string(filepath.Separator)))
-	}
 	var ex parser.Backend = noExamples{}
 	if examplesRoot != "" {
 		exRoot, err := filepath.Abs(examplesRoot)
@@ -372,23 +599,6 @@ func newBuilder(packageRoot, examplesRoot string) (*xpkg.Builder, error) {
 
 	pkg := parser.NewFsBackend(fs, parser.FsDir(root), parser.FsFilters(filters...))
 	return xpkg.New(pkg, ex, pp, examples.New()), nil
-}
-
-// nestedPackages returns the directories under root, root excluded, that hold
-// a crossplane.yaml of their own: other packages, such as package/function in
-// the provider's package root.
-func nestedPackages(root string) ([]string, error) {
-	var dirs []string
-	err := filepath.WalkDir(root, func(p string, d iofs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && d.Name() == metaFile && filepath.Dir(p) != root {
-			dirs = append(dirs, filepath.Dir(p))
-		}
-		return nil
-	})
-	return dirs, errors.Wrap(err, "cannot look for nested packages")
 }
 
 // yamlFilters are the filters `crossplane xpkg build` applies by default.
@@ -406,28 +616,15 @@ func (noExamples) Init(context.Context, ...parser.BackendOption) (io.ReadCloser,
 }
 
 // writeTarball writes img as an image tarball tagged tag, the format
-// `crossplane xpkg build` writes, replacing path atomically.
+// `crossplane xpkg build` writes.
 func writeTarball(path string, tag name.Tag, img v1.Image) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o750); err != nil {
-		return errors.Wrap(err, "cannot create output directory")
-	}
-
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	f, err := os.OpenFile(filepath.Clean(path), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644) //nolint:gosec // A package is not a secret.
 	if err != nil {
-		return errors.Wrap(err, "cannot create output file")
+		return errors.Wrap(err, "cannot create package tarball")
 	}
-	defer func() { _ = os.Remove(f.Name()) }()
-
 	if err := tarball.Write(tag, img, f); err != nil {
 		_ = f.Close()
 		return errors.Wrap(err, "cannot write package tarball")
 	}
-	if err := f.Close(); err != nil {
-		return errors.Wrap(err, "cannot write package tarball")
-	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil { //nolint:gosec // A package is not a secret.
-		return errors.Wrap(err, "cannot set output file mode")
-	}
-	return errors.Wrap(os.Rename(f.Name(), path), "cannot move package tarball into place")
+	return errors.Wrap(f.Close(), "cannot write package tarball")
 }

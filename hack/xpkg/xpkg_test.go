@@ -22,6 +22,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"debug/elf"
 	"errors"
 	"io"
 	"os"
@@ -36,6 +37,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	rbacv1 "k8s.io/api/rbac/v1"
 	extv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -50,7 +54,7 @@ import (
 
 const (
 	repoPackage         = "../../package"
-	repoFunctionPackage = "../../package/function"
+	repoFunctionPackage = "../../package-function"
 	testVersion         = "v0.0.0-test.1"
 )
 
@@ -95,8 +99,18 @@ type entry struct {
 	Mode int64
 }
 
+// wantPlatforms are the platforms of every provider and function package, in
+// index order, and the ELF machine of the binary each must run.
+var wantPlatforms = []struct { //nolint:gochecknoglobals // Test table.
+	platform string
+	machine  elf.Machine
+}{
+	{"linux/amd64", elf.EM_X86_64},
+	{"linux/arm64", elf.EM_AARCH64},
+}
+
 func TestBuild(t *testing.T) {
-	bin := staticBinary(t)
+	bins := staticBinaries(t)
 
 	cases := map[string]struct {
 		reason   string
@@ -105,7 +119,7 @@ func TestBuild(t *testing.T) {
 		examples bool
 	}{
 		"RepositoryPackage": {
-			reason: "The repository's package root (or its crossplane.yaml with a fixture CRD while package/crds is empty) should build into a valid provider package, without the function package nested in it.",
+			reason: "The repository's package root (or its crossplane.yaml with a fixture CRD while package/crds is empty) should build into a valid provider package for both platforms.",
 			kind:   "provider",
 			root:   repoPackageRoot,
 		},
@@ -115,22 +129,8 @@ func TestBuild(t *testing.T) {
 			root:     fixturePackageRoot,
 			examples: true,
 		},
-		"NestedPackage": {
-			reason: "A directory under the package root with its own crossplane.yaml is another package and stays out.",
-			kind:   "provider",
-			root: func(t *testing.T) string {
-				t.Helper()
-				root := fixturePackageRoot(t)
-				meta, err := os.ReadFile(filepath.Join(repoFunctionPackage, metaFile))
-				if err != nil {
-					t.Fatal(err)
-				}
-				writeFile(t, filepath.Join(root, "function", metaFile), string(meta))
-				return root
-			},
-		},
 		"FunctionPackage": {
-			reason: "The repository's function package root should build into a valid function package.",
+			reason: "The repository's function package root should build into a valid function package for both platforms.",
 			kind:   "function",
 			root:   func(*testing.T) string { return repoFunctionPackage },
 		},
@@ -149,9 +149,9 @@ func TestBuild(t *testing.T) {
 			o := options{
 				Kind:        tc.kind,
 				PackageRoot: root,
-				Binary:      bin,
+				Binaries:    []string{bins["arm64"], bins["amd64"]}, // Any order.
 				Version:     testVersion,
-				Output:      filepath.Join(dir, "out", tc.kind+".xpkg"),
+				OutputDir:   filepath.Join(dir, "out"),
 				Repository:  repository(tc.kind),
 			}
 			if tc.examples {
@@ -159,52 +159,138 @@ func TestBuild(t *testing.T) {
 				writeFile(t, filepath.Join(o.ExamplesRoot, "immortalcontainer.yaml"), fixtureExample)
 			}
 
-			digest, err := build(context.Background(), o)
+			r, err := build(context.Background(), o)
 			if err != nil {
 				t.Fatalf("\n%s\nbuild(...): %v", tc.reason, err)
 			}
 
-			img := loadPackage(t, o.Output, tc.kind)
-			if got, err := img.Digest(); err != nil || got != digest {
-				t.Errorf("\n%s\nloaded package digest: got %s (%v), want %s", tc.reason, got, err, digest)
+			base := kinds[tc.kind].name + "-" + testVersion
+			wantResult := result{
+				Layout: filepath.Join(o.OutputDir, base),
+				Digest: r.Digest,
+				Tarballs: map[string]string{
+					"linux/amd64": filepath.Join(o.OutputDir, base+"-linux_amd64.xpkg"),
+					"linux/arm64": filepath.Join(o.OutputDir, base+"-linux_arm64.xpkg"),
+				},
+			}
+			if diff := cmp.Diff(wantResult, r); diff != "" {
+				t.Errorf("\n%s\nbuild(...) result: -want, +got:\n%s", tc.reason, diff)
 			}
 
-			checkRuntimeConfig(t, img, tc.kind)
-			checkLayers(t, img, bin, tc.kind, tc.examples)
-			checkPackage(t, img, root, tc.kind)
+			images := checkIndex(t, r, tc.kind)
+			var pkgLayers []v1.Hash
+			for i, img := range images {
+				want := wantPlatforms[i]
+				arch := strings.TrimPrefix(want.platform, "linux/")
+				checkRuntimeConfig(t, img, tc.kind, arch)
+				bin := checkLayers(t, img, tc.kind, tc.examples)
+				checkBinaryContent(t, bin, bins[arch], want.machine)
+				pkgLayers = append(pkgLayers, checkPackage(t, img, root, tc.kind))
+			}
+			if pkgLayers[0] != pkgLayers[1] {
+				t.Errorf("\n%s\npackage layers differ between platforms: %v", tc.reason, pkgLayers)
+			}
+			checkTarballs(t, r, tc.kind, images)
 		})
 	}
 }
 
+func TestBuildConfiguration(t *testing.T) {
+	const root = "../../package-configuration"
+	dir := t.TempDir()
+	o := options{
+		Kind:         "configuration",
+		PackageRoot:  root,
+		ExamplesRoot: "../../examples/platform",
+		Version:      testVersion,
+		OutputDir:    filepath.Join(dir, "out"),
+		Repository:   repository("configuration"),
+	}
+	r, err := build(context.Background(), o)
+	if err != nil {
+		t.Fatalf("build(...): %v", err)
+	}
+	base := kinds["configuration"].name + "-" + testVersion
+	wantResult := result{
+		Layout:   filepath.Join(o.OutputDir, base),
+		Digest:   r.Digest,
+		Tarballs: map[string]string{"": filepath.Join(o.OutputDir, base+".xpkg")},
+	}
+	if diff := cmp.Diff(wantResult, r); diff != "" {
+		t.Errorf("build(...) result: -want, +got:\n%s", diff)
+	}
+
+	// The layout holds the package image itself: a configuration has no
+	// runtime, hence no platform and no index.
+	l, err := layout.ImageIndexFromPath(r.Layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := l.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Manifests) != 1 || !top.Manifests[0].MediaType.IsImage() || top.Manifests[0].Digest != r.Digest {
+		t.Fatalf("layout index.json: got %+v, want the package image %s alone", top.Manifests, r.Digest)
+	}
+	img, err := l.Image(r.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := img.Manifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range m.Layers {
+		got = append(got, l.Annotations[xpkg.AnnotationKey])
+	}
+	if diff := cmp.Diff([]string{xpkg.PackageAnnotation, xpkg.ExamplesAnnotation}, got); diff != "" {
+		t.Errorf("layer %s annotations: -want, +got:\n%s", xpkg.AnnotationKey, diff)
+	}
+	checkPackage(t, img, root, "configuration")
+
+	// The tarball pushes as the same image.
+	annotated, err := xpkg.AnnotateLayers(loadPackage(t, r.Tarballs[""], "configuration"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, err := annotated.Digest(); err != nil || d != r.Digest {
+		t.Errorf("tarball pushes as %s (%v), want the layout's %s", d, err, r.Digest)
+	}
+}
+
 func TestBuildReproducible(t *testing.T) {
-	bin := staticBinary(t)
+	bins := staticBinaries(t)
 	root := fixturePackageRoot(t)
 	dir := t.TempDir()
 
 	digests := make([]v1.Hash, 2)
 	for i := range digests {
-		d, err := build(context.Background(), options{
+		r, err := build(context.Background(), options{
 			Kind:        "provider",
 			PackageRoot: root,
-			Binary:      bin,
+			Binaries:    []string{bins["amd64"], bins["arm64"]},
 			Version:     testVersion,
-			Output:      filepath.Join(dir, "provider.xpkg"),
+			OutputDir:   dir,
 			Repository:  repository("provider"),
 		})
 		if err != nil {
 			t.Fatalf("build(...): %v", err)
 		}
-		digests[i] = d
+		digests[i] = r.Digest
 	}
 	if digests[0] != digests[1] {
-		t.Errorf("two builds of the same inputs: got digests %s and %s, want equal", digests[0], digests[1])
+		t.Errorf("two builds of the same inputs: got index digests %s and %s, want equal", digests[0], digests[1])
 	}
 }
 
 func TestBuildErrors(t *testing.T) {
-	bin := staticBinary(t)
+	bins := staticBinaries(t)
+	both := []string{bins["amd64"], bins["arm64"]}
 	placeholder := filepath.Join(t.TempDir(), "provider")
 	writeFile(t, placeholder, "#!/bin/sh\n")
+	arm32 := crossBinary(t, "arm")
 
 	meta, err := os.ReadFile(filepath.Join(repoPackage, metaFile))
 	if err != nil {
@@ -217,59 +303,83 @@ func TestBuildErrors(t *testing.T) {
 	}
 
 	cases := map[string]struct {
-		reason  string
-		kind    string
-		binary  string
-		version string
-		files   map[string]string
-		want    string
+		reason   string
+		kind     string
+		binaries []string
+		version  string
+		files    map[string]string
+		want     string
 	}{
 		"ProviderMetaAsFunction": {
-			reason: "The builder lints by the metadata's kind: a provider's crossplane.yaml must not become a function package.",
-			kind:   "function",
-			binary: bin,
-			files:  map[string]string{metaFile: string(meta)},
-			want:   "is a meta.pkg.crossplane.io/v1 Provider, want a meta.pkg.crossplane.io/v1 Function for a function-clusterops package",
+			reason:   "The builder lints by the metadata's kind: a provider's crossplane.yaml must not become a function package.",
+			kind:     "function",
+			binaries: both,
+			files:    map[string]string{metaFile: string(meta)},
+			want:     "is a meta.pkg.crossplane.io/v1 Provider, want a meta.pkg.crossplane.io/v1 Function for a function-clusterops package",
 		},
 		"FunctionMetaAsProvider": {
-			reason: "Nor the other way round.",
-			kind:   "provider",
-			binary: bin,
-			files:  map[string]string{metaFile: string(functionMeta), "crds/fixture.yaml": fixtureCRD},
-			want:   "is a meta.pkg.crossplane.io/v1 Function, want a meta.pkg.crossplane.io/v1 Provider for a provider-clusterops package",
+			reason:   "Nor the other way round.",
+			kind:     "provider",
+			binaries: both,
+			files:    map[string]string{metaFile: string(functionMeta), "crds/fixture.yaml": fixtureCRD},
+			want:     "is a meta.pkg.crossplane.io/v1 Function, want a meta.pkg.crossplane.io/v1 Provider for a provider-clusterops package",
 		},
 		"FunctionUnknownField": {
-			reason: "Function metadata is decoded strictly too.",
-			kind:   "function",
-			binary: bin,
-			files:  map[string]string{metaFile: string(functionMeta) + "  permissionRequests: []\n"},
-			want:   `unknown field "permissionRequests"`,
+			reason:   "Function metadata is decoded strictly too.",
+			kind:     "function",
+			binaries: both,
+			files:    map[string]string{metaFile: string(functionMeta) + "  permissionRequests: []\n"},
+			want:     `unknown field "permissionRequests"`,
 		},
 		"FunctionWithProviderObject": {
-			reason: "The function linter must reject objects a function package may not carry.",
-			kind:   "function",
-			binary: bin,
+			reason:   "The function linter must reject objects a function package may not carry.",
+			kind:     "function",
+			binaries: both,
 			files: map[string]string{
 				metaFile:     string(functionMeta),
 				"extra.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nope\n",
 			},
-			want: "cannot build package",
+			want: "cannot build",
+		},
+		"NestedPackage": {
+			reason:   "A second crossplane.yaml below the package root fails the build, as it fails `crossplane xpkg build`: each package has a directory of its own.",
+			binaries: both,
+			files:    map[string]string{metaFile: string(meta), "crds/fixture.yaml": fixtureCRD, "function/" + metaFile: string(functionMeta)},
+			want:     "not exactly one package meta type",
 		},
 		"NotELF": {
-			reason: "A placeholder or non-Linux binary cannot run in the runtime image.",
-			binary: placeholder,
-			files:  map[string]string{metaFile: string(meta), "crds/fixture.yaml": fixtureCRD},
-			want:   "as an ELF executable",
+			reason:   "A placeholder or non-Linux binary cannot run in the runtime image.",
+			binaries: []string{placeholder, bins["arm64"]},
+			files:    map[string]string{metaFile: string(meta), "crds/fixture.yaml": fixtureCRD},
+			want:     "as an ELF executable",
+		},
+		"UnsupportedArchitecture": {
+			reason:   "A binary for a platform the package does not carry is refused, not mislabelled.",
+			binaries: []string{bins["amd64"], bins["arm64"], arm32},
+			files:    map[string]string{metaFile: string(meta), "crds/fixture.yaml": fixtureCRD},
+			want:     "want one of linux/amd64, linux/arm64",
+		},
+		"MissingPlatform": {
+			reason:   "Every package carries both platforms: arm64 nodes must be able to run it.",
+			binaries: []string{bins["amd64"]},
+			files:    map[string]string{metaFile: string(meta), "crds/fixture.yaml": fixtureCRD},
+			want:     "no binary for linux/arm64",
+		},
+		"TwoBinariesOnePlatform": {
+			reason:   "Two binaries for one platform are ambiguous.",
+			binaries: []string{bins["amd64"], bins["amd64"], bins["arm64"]},
+			files:    map[string]string{metaFile: string(meta), "crds/fixture.yaml": fixtureCRD},
+			want:     "are both built for linux/amd64",
 		},
 		"MissingMeta": {
-			reason: "A package root without crossplane.yaml is not a package.",
-			binary: bin,
-			files:  map[string]string{"crds/fixture.yaml": fixtureCRD},
-			want:   "cannot read package metadata",
+			reason:   "A package root without crossplane.yaml is not a package.",
+			binaries: both,
+			files:    map[string]string{"crds/fixture.yaml": fixtureCRD},
+			want:     "cannot read package metadata",
 		},
 		"PermissionRequests": {
-			reason: "Crossplane v2 ignores spec.controller.permissionRequests; the build must refuse it rather than drop it silently.",
-			binary: bin,
+			reason:   "Crossplane v2 ignores spec.controller.permissionRequests; the build must refuse it rather than drop it silently.",
+			binaries: both,
 			files: map[string]string{
 				metaFile:            string(meta) + "  controller:\n    permissionRequests:\n    - apiGroups: ['*']\n      resources: ['*']\n      verbs: ['*']\n",
 				"crds/fixture.yaml": fixtureCRD,
@@ -277,8 +387,8 @@ func TestBuildErrors(t *testing.T) {
 			want: `unknown field "controller"`,
 		},
 		"SpecPermissionRequests": {
-			reason: "Package metadata has no spec.permissionRequests either.",
-			binary: bin,
+			reason:   "Package metadata has no spec.permissionRequests either.",
+			binaries: both,
 			files: map[string]string{
 				metaFile:            string(meta) + "  permissionRequests:\n  - apiGroups: ['']\n    resources: [pods]\n    verbs: [get]\n",
 				"crds/fixture.yaml": fixtureCRD,
@@ -286,21 +396,21 @@ func TestBuildErrors(t *testing.T) {
 			want: `unknown field "permissionRequests"`,
 		},
 		"NotAProviderObject": {
-			reason: "The provider linter must reject objects a provider package may not carry.",
-			binary: bin,
+			reason:   "The provider linter must reject objects a provider package may not carry.",
+			binaries: both,
 			files: map[string]string{
 				metaFile:            string(meta),
 				"crds/fixture.yaml": fixtureCRD,
 				"extra.yaml":        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nope\n",
 			},
-			want: "cannot build package",
+			want: "cannot build",
 		},
 		"InvalidTag": {
-			reason:  "The version must be usable as an image tag.",
-			binary:  bin,
-			version: "v1.0.0+dirty",
-			files:   map[string]string{metaFile: string(meta), "crds/fixture.yaml": fixtureCRD},
-			want:    "cannot make an image tag",
+			reason:   "The version must be usable as an image tag.",
+			binaries: both,
+			version:  "v1.0.0+dirty",
+			files:    map[string]string{metaFile: string(meta), "crds/fixture.yaml": fixtureCRD},
+			want:     "cannot make an image tag",
 		},
 	}
 
@@ -318,68 +428,87 @@ func TestBuildErrors(t *testing.T) {
 			if kind == "" {
 				kind = "provider"
 			}
-			out := filepath.Join(t.TempDir(), kind+".xpkg")
+			out := filepath.Join(t.TempDir(), "out")
 
 			_, err := build(context.Background(), options{
 				Kind:        kind,
 				PackageRoot: root,
-				Binary:      tc.binary,
+				Binaries:    tc.binaries,
 				Version:     version,
-				Output:      out,
+				OutputDir:   out,
 				Repository:  repository(kind),
 			})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("\n%s\nbuild(...): got error %v, want one containing %q", tc.reason, err, tc.want)
 			}
-			if _, err := os.Stat(out); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("\n%s\nfailed build left output behind: %v", tc.reason, err)
+			if left, err := os.ReadDir(out); err == nil && len(left) > 0 {
+				t.Errorf("\n%s\nfailed build left output behind: %v", tc.reason, left)
 			}
 		})
 	}
 }
 
 func TestParseFlags(t *testing.T) {
+	out := filepath.Join("_output", "xpkg")
 	cases := map[string]struct {
 		args    []string
 		want    options
 		wantErr string
 	}{
 		"Defaults": {
-			args: []string{"--binary=bin/provider", "--version=v0.1.0"},
+			args: []string{"--binary=bin/linux_amd64/provider,bin/linux_arm64/provider", "--version=v0.1.0"},
 			want: options{
 				Kind:        "provider",
 				PackageRoot: "package",
-				Binary:      "bin/provider",
+				Binaries:    []string{"bin/linux_amd64/provider", "bin/linux_arm64/provider"},
 				Version:     "v0.1.0",
-				Output:      filepath.Join("_output", "xpkg", "provider-clusterops-v0.1.0.xpkg"),
+				OutputDir:   out,
 				Repository:  "xpkg.crossplane.io/clusterops/provider-clusterops",
 			},
 		},
 		"FunctionDefaults": {
-			args: []string{"--kind=function", "--binary=bin/linux_amd64/function", "--version=v0.1.0"},
+			args: []string{"--kind=function", "--binary=bin/linux_amd64/function", "--binary=bin/linux_arm64/function", "--version=v0.1.0"},
 			want: options{
 				Kind:        "function",
-				PackageRoot: filepath.Join("package", "function"),
-				Binary:      "bin/linux_amd64/function",
+				PackageRoot: "package-function",
+				Binaries:    []string{"bin/linux_amd64/function", "bin/linux_arm64/function"},
 				Version:     "v0.1.0",
-				Output:      filepath.Join("_output", "xpkg", "function-clusterops-v0.1.0.xpkg"),
+				OutputDir:   out,
 				Repository:  "xpkg.crossplane.io/clusterops/function-clusterops",
 			},
 		},
+		"ConfigurationDefaults": {
+			args: []string{"--kind=configuration", "--version=v0.1.0"},
+			want: options{
+				Kind:        "configuration",
+				PackageRoot: "package-configuration",
+				Version:     "v0.1.0",
+				OutputDir:   out,
+				Repository:  "xpkg.crossplane.io/clusterops/configuration-clusterops-platform",
+			},
+		},
+		"ConfigurationWithBinary": {
+			args:    []string{"--kind=configuration", "--binary=b", "--version=v0.1.0"},
+			wantErr: "a configuration package has no runtime: --binary is not for it",
+		},
 		"AllFlags": {
 			args: []string{
-				"--kind=function", "--package-root=p", "--examples-root=e", "--binary=b", "--version=v1",
-				"--output=o.xpkg", "--repository=example.org/p",
+				"--kind=function", "--package-root=p", "--examples-root=e", "--binary=a", "--binary=b, c", "--version=v1",
+				"--output-dir=o", "--repository=example.org/p",
 			},
-			want: options{Kind: "function", PackageRoot: "p", ExamplesRoot: "e", Binary: "b", Version: "v1", Output: "o.xpkg", Repository: "example.org/p"},
+			want: options{Kind: "function", PackageRoot: "p", ExamplesRoot: "e", Binaries: []string{"a", "b", "c"}, Version: "v1", OutputDir: "o", Repository: "example.org/p"},
 		},
 		"UnknownKind": {
-			args:    []string{"--kind=configuration", "--binary=b", "--version=v1"},
-			wantErr: `--kind must be provider or function, not "configuration"`,
+			args:    []string{"--kind=composition", "--binary=b", "--version=v1"},
+			wantErr: `--kind must be provider, function or configuration, not "composition"`,
 		},
 		"MissingBinary": {
 			args:    []string{"--version=v0.1.0"},
-			wantErr: "--binary and --version are required",
+			wantErr: "a provider package needs --binary, one static binary per platform (linux/amd64, linux/arm64)",
+		},
+		"MissingVersion": {
+			args:    []string{"--binary=b"},
+			wantErr: "--version is required",
 		},
 		"StrayArgument": {
 			args:    []string{"--binary=b", "--version=v1", "extra"},
@@ -441,7 +570,7 @@ func TestProviderRBAC(t *testing.T) {
 	read := []string{"get", "list", "watch"}
 	want := []rbacv1.PolicyRule{
 		// CopyRule (no patch: copies are created, updated, deleted), ChaosAgent's ipsum and backups.
-		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: read},
 		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch", "create", "delete"}},
 		{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
@@ -484,9 +613,121 @@ func TestProviderRBAC(t *testing.T) {
 	}
 }
 
+// checkIndex checks the OCI image layout build wrote: it holds one image
+// index, tagged with the package's reference, whose digest build reported,
+// over one image per platform, each described by the platform its config
+// names. It returns the images in platform order.
+func checkIndex(t *testing.T, r result, kind string) []v1.Image {
+	t.Helper()
+	l, err := layout.ImageIndexFromPath(r.Layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := l.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(top.Manifests) != 1 {
+		t.Fatalf("layout index.json has %d entries, want the package's index alone", len(top.Manifests))
+	}
+	d := top.Manifests[0]
+	if !d.MediaType.IsIndex() || d.Digest != r.Digest {
+		t.Errorf("layout entry: %s %s, want an image index %s", d.MediaType, d.Digest, r.Digest)
+	}
+	if got, want := d.Annotations[refNameAnnotation], repository(kind)+":"+testVersion; got != want {
+		t.Errorf("layout entry %s: got %q, want %q", refNameAnnotation, got, want)
+	}
+	idx, err := l.ImageIndex(d.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		got    []string
+		images []v1.Image
+	)
+	for _, desc := range m.Manifests {
+		if desc.Platform == nil {
+			t.Fatalf("index entry %s has no platform", desc.Digest)
+		}
+		got = append(got, desc.Platform.String())
+		img, err := idx.Image(desc.Digest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := cfg.OS + "/" + cfg.Architecture; p != desc.Platform.String() {
+			t.Errorf("index entry for %s holds an image whose config says %s", desc.Platform, p)
+		}
+		images = append(images, img)
+	}
+	want := make([]string, 0, len(wantPlatforms))
+	for _, p := range wantPlatforms {
+		want = append(want, p.platform)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("index platforms: -want, +got:\n%s", diff)
+	}
+	return images
+}
+
+// checkTarballs checks the image tarballs: each records the package's tag and
+// holds the image of its platform in the index (once its layers are
+// annotated, as a push does), and the index `crossplane xpkg push -f
+// <amd64>,<arm64>` makes of them is the one in the layout.
+func checkTarballs(t *testing.T, r result, kind string, images []v1.Image) {
+	t.Helper()
+	// What crank's pushImages (cmd/crank/xpkg/push.go) does with several
+	// package files.
+	var adds []mutate.IndexAddendum
+	for i, p := range wantPlatforms {
+		img := loadPackage(t, r.Tarballs[p.platform], kind)
+		annotated, err := xpkg.AnnotateLayers(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := annotated.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := images[i].Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("%s tarball pushes as %s, want the index's %s", p.platform, got, want)
+		}
+		mt, err := annotated.MediaType()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := annotated.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		adds = append(adds, mutate.IndexAddendum{Add: annotated, Descriptor: v1.Descriptor{
+			MediaType: mt,
+			Platform:  &v1.Platform{Architecture: cfg.Architecture, OS: cfg.OS, OSVersion: cfg.OSVersion},
+		}})
+	}
+	d, err := mutate.AppendManifests(empty.Index, adds...).Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != r.Digest {
+		t.Errorf("crossplane xpkg push -f of the tarballs makes index %s, want the layout's %s", d, r.Digest)
+	}
+}
+
 // checkRuntimeConfig checks the package image still runs the binary the way
-// the runtime image said to.
-func checkRuntimeConfig(t *testing.T, img v1.Image, kind string) {
+// the runtime image said to, on its platform.
+func checkRuntimeConfig(t *testing.T, img v1.Image, kind, arch string) {
 	t.Helper()
 	cfg, err := img.ConfigFile()
 	if err != nil {
@@ -498,7 +739,7 @@ func checkRuntimeConfig(t *testing.T, img v1.Image, kind string) {
 		Title, Version         string
 	}
 	want := runtimeConfig{
-		OS: "linux", Architecture: "amd64", User: "65532:65532",
+		OS: "linux", Architecture: arch, User: "65532:65532",
 		Entrypoint: []string{"/usr/local/bin/" + kind},
 		Title:      kinds[kind].name, Version: testVersion,
 	}
@@ -509,14 +750,14 @@ func checkRuntimeConfig(t *testing.T, img v1.Image, kind string) {
 		Version:    cfg.Config.Labels["org.opencontainers.image.version"],
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("runtime config: -want, +got:\n%s", diff)
+		t.Errorf("%s runtime config: -want, +got:\n%s", arch, diff)
 	}
 }
 
 // checkLayers checks the layer annotations, which the tarball keeps as config
 // labels until xpkg.AnnotateLayers (as run by a push) restores them, and the
-// contents of the runtime layer.
-func checkLayers(t *testing.T, img v1.Image, bin, kind string, examples bool) {
+// entries of the runtime layer, and returns the binary in it.
+func checkLayers(t *testing.T, img v1.Image, kind string, examples bool) []byte {
 	t.Helper()
 	annotated, err := xpkg.AnnotateLayers(img)
 	if err != nil {
@@ -554,18 +795,33 @@ func checkLayers(t *testing.T, img v1.Image, bin, kind string, examples bool) {
 	if diff := cmp.Diff(wantEntries, entries); diff != "" {
 		t.Errorf("runtime layer entries: -want, +got:\n%s", diff)
 	}
-	wantContent, err := os.ReadFile(bin)
+	return content
+}
+
+// checkBinaryContent checks the binary in a runtime layer is an ELF executable
+// for machine, byte for byte the one given to build.
+func checkBinaryContent(t *testing.T, content []byte, path string, machine elf.Machine) {
+	t.Helper()
+	f, err := elf.NewFile(bytes.NewReader(content))
+	if err != nil {
+		t.Fatalf("runtime layer binary is not ELF: %v", err)
+	}
+	if f.Machine != machine {
+		t.Errorf("runtime layer binary is for ELF machine %s, want %s", f.Machine, machine)
+	}
+	want, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sha256.Sum256(content) != sha256.Sum256(wantContent) {
-		t.Errorf("runtime layer %s differs from the binary", binaryPath)
+	if sha256.Sum256(content) != sha256.Sum256(want) {
+		t.Errorf("runtime layer binary differs from %s", path)
 	}
 }
 
-// checkPackage parses and lints package.yaml from the annotated package layer
-// and checks it against the package root it was built from.
-func checkPackage(t *testing.T, img v1.Image, root, kind string) {
+// checkPackage parses and lints package.yaml from the annotated package layer,
+// checks it against the package root it was built from, and returns the
+// package layer's digest.
+func checkPackage(t *testing.T, img v1.Image, root, kind string) v1.Hash {
 	t.Helper()
 	annotated, err := xpkg.AnnotateLayers(img)
 	if err != nil {
@@ -583,10 +839,11 @@ func checkPackage(t *testing.T, img v1.Image, root, kind string) {
 	if err != nil {
 		t.Fatalf("parse package.yaml: %v", err)
 	}
-	linter := xpkg.NewProviderLinter()
-	if kind == "function" {
-		linter = xpkg.NewFunctionLinter()
-	}
+	linter := map[string]parser.Linter{
+		"provider":      xpkg.NewProviderLinter(),
+		"function":      xpkg.NewFunctionLinter(),
+		"configuration": xpkg.NewConfigurationLinter(),
+	}[kind]
 	if err := linter.Lint(pkg); err != nil {
 		t.Fatalf("lint package.yaml: %v", err)
 	}
@@ -595,21 +852,48 @@ func checkPackage(t *testing.T, img v1.Image, root, kind string) {
 
 	got := make([]string, 0, len(pkg.GetObjects()))
 	for _, o := range pkg.GetObjects() {
-		crd, ok := o.(*extv1.CustomResourceDefinition)
-		if !ok {
+		u := &unstructured.Unstructured{}
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(b, u); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := o.(*extv1.CustomResourceDefinition); kind != "configuration" && !ok {
 			t.Errorf("package object %T is not a v1 CustomResourceDefinition", o)
 			continue
 		}
-		got = append(got, crd.GetName())
+		got = append(got, objectKey(u))
 	}
 	slices.Sort(got)
-	want := sourceCRDNames(t, root)
-	if kind == "provider" && len(want) == 0 {
-		t.Fatalf("no CRDs under %s", root)
+	want := sourceObjects(t, root)
+	if kind != "function" && len(want) == 0 {
+		t.Fatalf("no objects under %s", root)
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("CRDs in package: -want (from %s), +got:\n%s", root, diff)
+		t.Errorf("objects in package: -want (from %s), +got:\n%s", root, diff)
 	}
+
+	l, err := packageLayer(annotated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// packageLayer returns the digest of the layer annotated as the package.
+func packageLayer(img v1.Image) (v1.Hash, error) {
+	m, err := img.Manifest()
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	for _, l := range m.Layers {
+		if l.Annotations[xpkg.AnnotationKey] == xpkg.PackageAnnotation {
+			return l.Digest, nil
+		}
+	}
+	return v1.Hash{}, errors.New("no package layer")
 }
 
 func checkMetaObject(t *testing.T, pkg *parser.Package, kind string) {
@@ -628,8 +912,10 @@ func checkMetaObject(t *testing.T, pkg *parser.Package, kind string) {
 	case *pkgmetav1.Function:
 		// A FunctionRevision without it cannot be used by a Composition.
 		p, capability = m, pkgmetav1.FunctionCapabilityComposition
+	case *pkgmetav1.Configuration:
+		p = m
 	default:
-		t.Fatalf("package meta is %T, want a Provider or Function", metas[0])
+		t.Fatalf("package meta is %T, want a Provider, Function or Configuration", metas[0])
 	}
 	if got := metas[0].GetObjectKind().GroupVersionKind().Kind; got != kinds[kind].metaKind {
 		t.Errorf("package meta kind: got %s, want %s", got, kinds[kind].metaKind)
@@ -637,15 +923,15 @@ func checkMetaObject(t *testing.T, pkg *parser.Package, kind string) {
 	if p.GetName() != kinds[kind].name {
 		t.Errorf("package name: got %q, want %q", p.GetName(), kinds[kind].name)
 	}
-	if !pkgmetav1.CapabilitiesContainFuzzyMatch(p.GetCapabilities(), capability) {
+	if capability != "" && !pkgmetav1.CapabilitiesContainFuzzyMatch(p.GetCapabilities(), capability) {
 		t.Errorf("capabilities %v lack %q", p.GetCapabilities(), capability)
 	}
 	if c := p.GetCrossplaneConstraints(); c == nil || c.Version != ">=v2.0.0" {
 		t.Errorf("crossplane constraints: got %+v, want version >=v2.0.0", c)
 	}
-	for _, a := range []string{"maintainer", "source", "description", "readme"} {
-		if p.GetAnnotations()["meta.crossplane.io/"+a] == "" {
-			t.Errorf("annotation meta.crossplane.io/%s is missing", a)
+	for _, a := range requiredAnnotations {
+		if p.GetAnnotations()[a] == "" {
+			t.Errorf("annotation %s is missing from the package", a)
 		}
 	}
 }
@@ -704,28 +990,36 @@ func readLayer(t *testing.T, l v1.Layer, file string) ([]entry, []byte) {
 	}
 }
 
-// sourceCRDNames returns the names of the CRDs under root/crds, sorted; a
-// function package may have none.
-func sourceCRDNames(t *testing.T, root string) []string {
+// objectKey names an object by kind and name.
+func objectKey(u *unstructured.Unstructured) string { return u.GetKind() + "/" + u.GetName() }
+
+// sourceObjects returns the objects of the YAML files under root, its
+// crossplane.yaml excepted, as kind/name, sorted; a function package may have
+// none.
+func sourceObjects(t *testing.T, root string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root, "crds", "*.yaml"))
+	var files []string
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".yaml") && p != filepath.Join(root, metaFile) {
+			files = append(files, p)
+		}
+		return err
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := []string{}
+	objs := []string{}
 	for _, f := range files {
 		for _, d := range splitYAML(t, f) {
 			u := &unstructured.Unstructured{}
 			if err := yaml.Unmarshal(d, u); err != nil {
 				t.Fatalf("%s: %v", f, err)
 			}
-			if u.GetKind() == "CustomResourceDefinition" {
-				names = append(names, u.GetName())
-			}
+			objs = append(objs, objectKey(u))
 		}
 	}
-	slices.Sort(names)
-	return names
+	slices.Sort(objs)
+	return objs
 }
 
 func splitYAML(t *testing.T, path string) [][]byte {
@@ -790,9 +1084,15 @@ func fixturePackageRoot(t *testing.T) string {
 	return root
 }
 
-// staticBinary builds a trivial static linux/amd64 binary to stand in for the
-// provider.
-func staticBinary(t *testing.T) string {
+// staticBinaries builds a trivial static binary for each platform to stand in
+// for the provider, by architecture.
+func staticBinaries(t *testing.T) map[string]string {
+	t.Helper()
+	return map[string]string{"amd64": crossBinary(t, "amd64"), "arm64": crossBinary(t, "arm64")}
+}
+
+// crossBinary builds a trivial static linux binary for GOARCH arch.
+func crossBinary(t *testing.T, arch string) string {
 	t.Helper()
 	gobin, err := exec.LookPath("go")
 	if err != nil {
@@ -802,12 +1102,12 @@ func staticBinary(t *testing.T) string {
 	writeFile(t, filepath.Join(dir, "go.mod"), "module stub\n\ngo 1.25\n")
 	writeFile(t, filepath.Join(dir, "main.go"), "package main\n\nfunc main() {}\n")
 
-	out := filepath.Join(dir, "provider")
+	out := filepath.Join(dir, "provider-"+arch)
 	cmd := exec.Command(gobin, "build", "-trimpath", "-o", out, ".")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64", "GOFLAGS=", "GOWORK=off")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch, "GOFLAGS=", "GOWORK=off")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
+		t.Fatalf("go build for %s: %v\n%s", arch, err, b)
 	}
 	return out
 }

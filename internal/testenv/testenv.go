@@ -40,6 +40,7 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis"
 	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
+	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
@@ -70,6 +71,11 @@ type Env struct {
 	// RunProvider authenticates with instead of Config's admin: an identity
 	// bound to the provider's RBAC, to show that RBAC is enough.
 	ProviderConfig *rest.Config
+
+	// ChangeLogSocket, when set before RunProvider, is the unix socket of a
+	// change-log gRPC service that the provider sends every create, update
+	// and delete to, as cmd/provider's --enable-changelogs does.
+	ChangeLogSocket string
 
 	// certDir holds the serving certificate of a restartable API server.
 	certDir string
@@ -266,6 +272,15 @@ func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate in
 		Features:                &feature.Flags{},
 	}
 	o.Features.Enable(feature.EnableBetaManagementPolicies)
+	if e.ChangeLogSocket != "" {
+		clo, closeConn, err := managedkind.ChangeLogs(e.ChangeLogSocket, "provider-clusterops:test")
+		if err != nil {
+			return nil, err
+		}
+		go func() { <-ctx.Done(); _ = closeConn() }()
+		o.Features.Enable(feature.EnableAlphaChangeLogs)
+		o.ChangeLogOptions = clo
+	}
 	e.Requests = &RequestLog{}
 	logged := rest.CopyConfig(base)
 	logged.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.Requests, next: rt} })

@@ -259,7 +259,9 @@ type ChaosAgentObservation struct {
 	LastRoundSummary string `json:"lastRoundSummary,omitempty"`
 }
 
-// A ChaosAgentSpec defines the desired state of a ChaosAgent.
+// A ChaosAgentSpec defines the desired state of a ChaosAgent. A ChaosAgent
+// has no connection details: spec.writeConnectionSecretToRef is refused.
+// +kubebuilder:validation:XValidation:rule="!has(self.writeConnectionSecretToRef)",message="a ChaosAgent has no connection details: remove spec.writeConnectionSecretToRef"
 type ChaosAgentSpec struct {
 	xpv2.ManagedResourceSpec `json:",inline"`
 	ForProvider              ChaosAgentParameters `json:"forProvider"`
@@ -277,7 +279,8 @@ type ChaosAgentStatus struct {
 // (tantrumMode), doubles the replicas of random Deployments (cancerMode) and
 // overwrites random ConfigMaps with lorem ipsum (ipsumMode), only in the
 // namespaces it may reach, within the limits it is given, and reverts what it
-// changed when it is deleted.
+// changed when it is deleted. It has no connection details, so
+// spec.writeConnectionSecretToRef is refused.
 // +kubebuilder:printcolumn:name="TANTRUM",type="boolean",JSONPath=".spec.forProvider.tantrumMode"
 // +kubebuilder:printcolumn:name="TOLERANCE",type="integer",JSONPath=".spec.forProvider.podTolerance"
 // +kubebuilder:printcolumn:name="CANCER",type="boolean",JSONPath=".spec.forProvider.cancerMode"

@@ -174,7 +174,9 @@ type CopyRuleObservation struct {
 	LastFullSync *metav1.Time `json:"lastFullSync,omitempty"`
 }
 
-// A CopyRuleSpec defines the desired state of a CopyRule.
+// A CopyRuleSpec defines the desired state of a CopyRule. A CopyRule has no
+// connection details: spec.writeConnectionSecretToRef is refused.
+// +kubebuilder:validation:XValidation:rule="!has(self.writeConnectionSecretToRef)",message="a CopyRule has no connection details: remove spec.writeConnectionSecretToRef"
 type CopyRuleSpec struct {
 	xpv2.ManagedResourceSpec `json:",inline"`
 	ForProvider              CopyRuleParameters `json:"forProvider"`
@@ -195,7 +197,8 @@ type CopyRuleStatus struct {
 // labels. Copies of sources that are deleted or stop matching, and copies in
 // namespaces that stop being targets, are deleted, as are all of the rule's
 // copies when the rule is deleted; objects the rule did not create are never
-// deleted. It is Ready when every intended copy is in sync.
+// deleted. It is Ready when every intended copy is in sync. It has no
+// connection details, so spec.writeConnectionSecretToRef is refused.
 // +kubebuilder:printcolumn:name="KIND",type="string",JSONPath=".spec.forProvider.kind"
 // +kubebuilder:printcolumn:name="SOURCES",type="integer",JSONPath=".status.atProvider.sources"
 // +kubebuilder:printcolumn:name="IN-SYNC",type="string",JSONPath=".status.atProvider.copies"

@@ -133,6 +133,19 @@ type AppBundleObservation struct {
 	ServiceAddress string `json:"serviceAddress,omitempty"`
 }
 
+// Keys of an AppBundle's connection details, which it writes to the Secret
+// that spec.writeConnectionSecretToRef names. Without a Service (service:
+// None) they are empty.
+const (
+	// AppBundleEndpointKey is the Service's in-cluster DNS name,
+	// <name>.<namespace>.svc, of the cluster the AppBundle acts on.
+	AppBundleEndpointKey = "endpoint"
+	// AppBundlePortKey is the Service's port, in decimal.
+	AppBundlePortKey = "port"
+	// AppBundleClusterIPKey is the Service's cluster IP.
+	AppBundleClusterIPKey = "clusterIP"
+)
+
 // An AppBundleSpec defines the desired state of an AppBundle.
 type AppBundleSpec struct {
 	xpv2.ManagedResourceSpec `json:",inline"`
@@ -151,6 +164,9 @@ type AppBundleStatus struct {
 // a PersistentVolumeClaim <name>-data mounted into its pods and optionally a
 // Service, all in the AppBundle's namespace. Edits to or deletion of these
 // objects are repaired at once. It is Ready when the Deployment is Available.
+// Its connection details (spec.writeConnectionSecretToRef) are where its
+// Service answers in the cluster: endpoint, the DNS name
+// <name>.<namespace>.svc; port; and clusterIP; all empty without a Service.
 // +kubebuilder:printcolumn:name="IMAGE",type="string",JSONPath=".spec.forProvider.image"
 // +kubebuilder:printcolumn:name="READY-REPLICAS",type="integer",JSONPath=".status.atProvider.readyReplicas"
 // +kubebuilder:printcolumn:name="PVC",type="string",JSONPath=".status.atProvider.pvcPhase"

@@ -113,7 +113,10 @@ type ConfigRolloutObservation struct {
 	Rollouts int64 `json:"rollouts,omitempty"`
 }
 
-// A ConfigRolloutSpec defines the desired state of a ConfigRollout.
+// A ConfigRolloutSpec defines the desired state of a ConfigRollout. A
+// ConfigRollout has no connection details: spec.writeConnectionSecretToRef is
+// refused.
+// +kubebuilder:validation:XValidation:rule="!has(self.writeConnectionSecretToRef)",message="a ConfigRollout has no connection details: remove spec.writeConnectionSecretToRef"
 type ConfigRolloutSpec struct {
 	xpv2.ManagedResourceSpec `json:",inline"`
 	ForProvider              ConfigRolloutParameters `json:"forProvider"`
@@ -132,7 +135,8 @@ type ConfigRolloutStatus struct {
 // their pod templates (annotation workload.clusterops.io/config-hash), and the
 // workloads' own controllers roll the pods. The hash is deterministic, so a
 // provider restart rolls nothing that did not change. It is Ready when every
-// selected workload carries the current hash.
+// selected workload carries the current hash. It has no connection details,
+// so spec.writeConnectionSecretToRef is refused.
 // +kubebuilder:printcolumn:name="HASH",type="string",JSONPath=".status.atProvider.hash"
 // +kubebuilder:printcolumn:name="ROLLOUTS",type="integer",JSONPath=".status.atProvider.rollouts"
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"

@@ -93,6 +93,18 @@ type ImmortalContainerObservation struct {
 	EndedPodUID string `json:"endedPodUID,omitempty"`
 }
 
+// Keys of an ImmortalContainer's connection details, which it writes to the
+// Secret that spec.writeConnectionSecretToRef names.
+const (
+	// ImmortalContainerPodNameKey is the name of its pod, always
+	// <name>-immortalpod.
+	ImmortalContainerPodNameKey = "podName"
+	// ImmortalContainerPodIPKey is the IP of its current pod from when the pod
+	// has one until it ends or is being deleted, and empty otherwise: its
+	// replacement gets a new IP.
+	ImmortalContainerPodIPKey = "podIP"
+)
+
 // An ImmortalContainerSpec defines the desired state of an ImmortalContainer.
 type ImmortalContainerSpec struct {
 	xpv2.ManagedResourceSpec `json:",inline"`
@@ -110,7 +122,9 @@ type ImmortalContainerStatus struct {
 
 // An ImmortalContainer keeps exactly one pod named <name>-immortalpod running
 // spec.forProvider.image in its own namespace, and creates it again whenever it
-// ends or is deleted.
+// ends or is deleted. Its connection details (spec.writeConnectionSecretToRef)
+// are podName, the pod's name, and podIP, the current pod's IP from when it
+// has one until it ends or is being deleted (empty otherwise).
 // +kubebuilder:printcolumn:name="IMAGE",type="string",JSONPath=".spec.forProvider.image"
 // +kubebuilder:printcolumn:name="POD",type="string",JSONPath=".status.atProvider.currentPod"
 // +kubebuilder:printcolumn:name="RESTARTS",type="integer",JSONPath=".status.atProvider.restarts"

@@ -5,6 +5,7 @@ package appbundle
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -122,7 +123,7 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 	}
 	retainedPVC := meta.WasDeleted(ab) && ab.Spec.ForProvider.PVCDeletionPolicy != v1alpha1.PVCDelete
 	if c.deployment == nil && c.service == nil && (c.pvc == nil || retainedPVC) {
-		return managed.ExternalObservation{ResourceExists: false}, nil
+		return managed.ExternalObservation{ResourceExists: false, ConnectionDetails: connectionDetails(nil)}, nil
 	}
 	if meta.WasDeleted(ab) {
 		return managed.ExternalObservation{ResourceExists: true}, nil
@@ -153,19 +154,43 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 		upToDate = upToDate && !change.Apply && ownedBy(c.pvc, ab)
 	}
 
+	details := connectionDetails(nil)
 	switch {
 	case wantsService(ab) && c.service == nil:
 		upToDate = false
 	case wantsService(ab):
 		upToDate = upToDate && ownedBy(c.service, ab) && !serviceDrifted(desiredService(ab, e.cluster.Local), c.service)
 		o.ServiceAddress = serviceAddress(c.service)
+		details = connectionDetails(c.service)
 	case c.service != nil:
 		// A Service is no longer wanted.
 		upToDate = false
 	}
 
 	ab.SetConditions(readiness(ab, c))
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate}, nil
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ConnectionDetails: details}, nil
+}
+
+// connectionDetails are where the AppBundle's Service s answers inside its
+// cluster. Every key is always there, empty without a Service (s nil):
+// crossplane-runtime merges the details into the Secret, so a key left out
+// would keep a stale value rather than disappear. Create and Update return the
+// same as Observe, so the Secret is written only when the Service changes.
+func connectionDetails(s *corev1.Service) managed.ConnectionDetails {
+	d := managed.ConnectionDetails{
+		v1alpha1.AppBundleEndpointKey:  []byte{},
+		v1alpha1.AppBundlePortKey:      []byte{},
+		v1alpha1.AppBundleClusterIPKey: []byte{},
+	}
+	if s == nil || len(s.Spec.Ports) == 0 {
+		return d
+	}
+	d[v1alpha1.AppBundleEndpointKey] = []byte(s.GetName() + "." + s.GetNamespace() + ".svc")
+	d[v1alpha1.AppBundlePortKey] = []byte(strconv.Itoa(int(s.Spec.Ports[0].Port)))
+	if ip := s.Spec.ClusterIP; ip != corev1.ClusterIPNone {
+		d[v1alpha1.AppBundleClusterIPKey] = []byte(ip)
+	}
+	return d
 }
 
 // readiness: Ready when the Deployment is Available and the Service, if
@@ -227,38 +252,41 @@ func (e *external) setStorageCondition(ab *v1alpha1.AppBundle, c pvcChange) {
 
 func (e *external) Create(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalCreation, error) {
 	ab.SetConditions(xpv2.Creating())
-	return managed.ExternalCreation{}, e.apply(ctx, ab)
+	details, err := e.apply(ctx, ab)
+	return managed.ExternalCreation{ConnectionDetails: details}, err
 }
 
 func (e *external) Update(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalUpdate, error) {
-	return managed.ExternalUpdate{}, e.apply(ctx, ab)
+	details, err := e.apply(ctx, ab)
+	return managed.ExternalUpdate{ConnectionDetails: details}, err
 }
 
 // apply writes every child with server-side apply, so that fields others own
 // (an HPA's replicas, another controller's annotations) are left alone. The
-// claim is written only where a change is allowed.
-func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) error {
+// claim is written only where a change is allowed. It returns the connection
+// details of the Service it applied, empty without one.
+func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ConnectionDetails, error) {
 	opts := []client.PatchOption{client.FieldOwner(FieldManager), client.ForceOwnership}
 	c, err := e.children(ctx, ab)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	want := desiredDeployment(ab, e.cluster.Local)
 	if d := c.deployment; d != nil && !equality.Semantic.DeepEqual(d.Spec.Selector, want.Spec.Selector) {
-		return errors.Errorf("cannot adopt Deployment %q: its selector %s differs from %s, and a Deployment's selector cannot change; delete it so the AppBundle can create its own",
+		return nil, errors.Errorf("cannot adopt Deployment %q: its selector %s differs from %s, and a Deployment's selector cannot change; delete it so the AppBundle can create its own",
 			d.GetName(), metav1.FormatLabelSelector(d.Spec.Selector), metav1.FormatLabelSelector(want.Spec.Selector))
 	}
 	writePVC := c.pvc == nil
 	if c.pvc != nil {
 		change, err := e.pvcChange(ctx, ab, c.pvc)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		writePVC = change.Apply && change.Refused == ""
 	}
 	if writePVC {
 		if err := e.cluster.Client.Patch(ctx, desiredPVC(ab, e.cluster.Local), client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
-			return errors.Wrapf(err, "cannot apply PersistentVolumeClaim %q", PVCName(ab))
+			return nil, errors.Wrapf(err, "cannot apply PersistentVolumeClaim %q", PVCName(ab))
 		}
 	}
 	if d := c.deployment; d != nil && want.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && d.Spec.Strategy.RollingUpdate != nil {
@@ -266,19 +294,23 @@ func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) error {
 		// Recreate alone would leave an invalid mix: clear it explicitly.
 		p := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"strategy":{"type":"Recreate","rollingUpdate":null}}}`))
 		if err := e.cluster.Client.Patch(ctx, d, p, client.FieldOwner(FieldManager)); err != nil {
-			return errors.Wrapf(err, "cannot switch Deployment %q to the Recreate strategy", d.GetName())
+			return nil, errors.Wrapf(err, "cannot switch Deployment %q to the Recreate strategy", d.GetName())
 		}
 	}
 	if err := e.cluster.Client.Patch(ctx, want, client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
-		return errors.Wrapf(err, "cannot apply Deployment %q", ab.GetName())
+		return nil, errors.Wrapf(err, "cannot apply Deployment %q", ab.GetName())
 	}
 	if s := desiredService(ab, e.cluster.Local); s != nil {
-		return errors.Wrapf(e.cluster.Client.Patch(ctx, s, client.Apply, opts...), "cannot apply Service %q", ab.GetName()) //nolint:staticcheck // Typed server-side apply.
+		// The applied Service comes back as stored, its cluster IP included.
+		if err := e.cluster.Client.Patch(ctx, s, client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
+			return nil, errors.Wrapf(err, "cannot apply Service %q", ab.GetName())
+		}
+		return connectionDetails(s), nil
 	}
 	if c.service != nil {
-		return errors.Wrapf(e.delete(ctx, c.service), "cannot delete Service %q that is no longer wanted", ab.GetName())
+		return connectionDetails(nil), errors.Wrapf(e.delete(ctx, c.service), "cannot delete Service %q that is no longer wanted", ab.GetName())
 	}
-	return nil
+	return connectionDetails(nil), nil
 }
 
 // Delete deletes the Deployment and the Service, and the claim only under the

@@ -100,9 +100,10 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	details := connectionDetails(ic, pod)
 	if pod == nil {
 		ic.Status.AtProvider.CurrentPod = ""
-		return managed.ExternalObservation{ResourceExists: false}, nil
+		return managed.ExternalObservation{ResourceExists: false, ConnectionDetails: details}, nil
 	}
 	ic.Status.AtProvider.CurrentPod = pod.GetName()
 	if !ended(pod) {
@@ -119,7 +120,7 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 	case terminating(pod):
 		// It is going away; its deletion event brings us back to create the next one.
 		ic.SetConditions(xpv2.Unavailable().WithMessage("pod is terminating"))
-		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details}, nil
 	case ended(pod):
 		o := &ic.Status.AtProvider
 		// Report the pod as still there the first time its end is seen: status
@@ -131,17 +132,34 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 				msg += fmt.Sprintf("; %d quick ends in a row, restarting at %s", o.QuickEnds, o.NextRestartTime.UTC().Format(time.RFC3339))
 			}
 			ic.SetConditions(xpv2.Unavailable().WithMessage(msg))
-			return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+			return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details}, nil
 		}
 		// An ended pod never runs again: report it as gone so Create replaces it.
-		return managed.ExternalObservation{ResourceExists: false}, nil
+		return managed.ExternalObservation{ResourceExists: false, ConnectionDetails: details}, nil
 	case running(pod):
 		ic.SetConditions(xpv2.Available())
 	default:
 		ic.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("pod is %s", pod.Status.Phase)))
 	}
 	upToDate := pod.GetAnnotations()[annotationSpecHash] == specHash(ic.Spec.ForProvider)
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate}, nil
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ConnectionDetails: details}, nil
+}
+
+// connectionDetails are the pod's name, which never changes, and the IP of the
+// current pod (nil when there is none) from when it has one until it ends or
+// is being deleted; empty otherwise, not left out: crossplane-runtime merges
+// the details into the Secret, so a key left out would keep a dead pod's IP.
+// Observe, Create and Update all return them, so the Secret is written only
+// when the IP changes.
+func connectionDetails(ic *v1alpha1.ImmortalContainer, pod *corev1.Pod) managed.ConnectionDetails {
+	ip := ""
+	if pod != nil && !ended(pod) && !terminating(pod) {
+		ip = pod.Status.PodIP
+	}
+	return managed.ConnectionDetails{
+		v1alpha1.ImmortalContainerPodNameKey: []byte(PodName(ic)),
+		v1alpha1.ImmortalContainerPodIPKey:   []byte(ip),
+	}
 }
 
 func terminating(pod *corev1.Pod) bool { return pod.GetDeletionTimestamp() != nil }
@@ -154,13 +172,13 @@ func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 	if pod != nil {
 		// An ended pod of ours still holds the name: remove it first. Its
 		// deletion event brings us back to create the next one.
-		return managed.ExternalCreation{}, e.deletePod(ctx, pod)
+		return managed.ExternalCreation{ConnectionDetails: connectionDetails(ic, nil)}, e.deletePod(ctx, pod)
 	}
 	ic.SetConditions(xpv2.Creating())
 	err = e.cluster.Client.Create(ctx, desiredPod(ic, e.cluster.Local))
 	if kerrors.IsAlreadyExists(err) {
 		// Someone made it between our read and our write; the next observation decides.
-		return managed.ExternalCreation{}, nil
+		return managed.ExternalCreation{ConnectionDetails: connectionDetails(ic, nil)}, nil
 	}
 	if err != nil {
 		return managed.ExternalCreation{}, errors.Wrapf(err, "cannot create pod %q", PodName(ic))
@@ -170,17 +188,23 @@ func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 		msg += "; the previous one ended: " + r
 	}
 	e.record.Event(ic, event.Normal(reasonStarted, msg))
-	return managed.ExternalCreation{}, nil
+	// A new pod has no IP yet.
+	return managed.ExternalCreation{ConnectionDetails: connectionDetails(ic, nil)}, nil
 }
 
 // Update replaces a pod whose parameters changed: most pod fields cannot change
 // in place, and the replacement is created on the deletion event.
 func (e *external) Update(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalUpdate, error) {
 	pod, err := e.get(ctx, ic)
-	if err != nil || pod == nil {
+	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	return managed.ExternalUpdate{}, e.deletePod(ctx, pod)
+	// The pod is going away: its IP with it.
+	details := connectionDetails(ic, nil)
+	if pod == nil {
+		return managed.ExternalUpdate{ConnectionDetails: details}, nil
+	}
+	return managed.ExternalUpdate{ConnectionDetails: details}, e.deletePod(ctx, pod)
 }
 
 func (e *external) Delete(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalDelete, error) {

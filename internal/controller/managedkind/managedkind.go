@@ -18,12 +18,12 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"github.com/clusterops/provider-clusterops/internal/target"
+	"github.com/clusterops/provider-clusterops/internal/urgency"
 	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
 
@@ -62,9 +62,19 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *
 		// missing right after Create really is missing, so there is no reason to
 		// wait out the grace period meant for eventually consistent cloud APIs.
 		managed.WithCreationGracePeriod(0),
+		// No kind has an external name: a managed resource's own name says
+		// what it acts on. The default initializer would write the name into
+		// an annotation, one more update per new resource and one more
+		// reconcile, as the annotation change passes the event filter.
+		managed.WithInitializers(),
 	}
 	if o.Features.Enabled(feature.EnableBetaManagementPolicies) {
 		opts = append(opts, managed.WithManagementPolicies())
+	}
+	// Every kind's creates, updates and deletes go to the change log, here
+	// once for all kinds (cmd/provider's --enable-changelogs).
+	if o.ChangeLogOptions != nil && o.Features.Enabled(feature.EnableAlphaChangeLogs) {
+		opts = append(opts, managed.WithChangeLogger(o.ChangeLogOptions.ChangeLogger))
 	}
 	if o.MetricOptions != nil {
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
@@ -94,7 +104,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *
 		b = b.WatchesRawSource(k.WatchSet.Source())
 		rr = &forgetGone{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, watches: k.WatchSet}
 	}
-	return errors.Wrapf(b.Complete(ratelimiter.NewReconciler(name, rr, o.GlobalRateLimiter)), "cannot set up %s controller", k.GroupKind)
+	return errors.Wrapf(b.Complete(urgency.Limited(name, rr, o.GlobalRateLimiter)), "cannot set up %s controller", k.GroupKind)
 }
 
 // forgetGone stops the watches of a managed resource that no longer exists.
@@ -118,14 +128,15 @@ func (f *forgetGone) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // EnqueueOwner enqueues the managed resource named by an object's label key, in
 // the object's namespace: how each kind hears about the objects it made.
+// A change to such an object is urgent: it ranks above new managed resources.
 func EnqueueOwner(key string) handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	return urgency.Handler(handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		n, ok := o.GetLabels()[key]
 		if !ok {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
-	})
+	}))
 }
 
 // PollUntil returns a poll interval hook that brings the next reconcile of a

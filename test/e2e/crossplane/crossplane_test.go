@@ -5,7 +5,10 @@ package crossplane
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,6 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	pkgv1 "github.com/crossplane/crossplane/apis/v2/pkg/v1"
 
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
@@ -27,24 +33,37 @@ import (
 )
 
 var (
-	providerGVK  = pkgv1.SchemeGroupVersion.WithKind("Provider")
-	functionGVK  = pkgv1.SchemeGroupVersion.WithKind("Function")
-	providerRevs = pkgv1.SchemeGroupVersion.WithKind("ProviderRevisionList")
-	icGVK        = workloadv1alpha1.SchemeGroupVersion.WithKind("ImmortalContainer")
-	copyRuleGVK  = copyv1alpha1.SchemeGroupVersion.WithKind("CopyRule")
+	providerGVK      = pkgv1.SchemeGroupVersion.WithKind("Provider")
+	functionGVK      = pkgv1.SchemeGroupVersion.WithKind("Function")
+	configurationGVK = pkgv1.SchemeGroupVersion.WithKind("Configuration")
+	providerRevs     = pkgv1.SchemeGroupVersion.WithKind("ProviderRevisionList")
+	imageConfigGVK   = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1beta1", Kind: "ImageConfig"}
+	icGVK            = workloadv1alpha1.SchemeGroupVersion.WithKind("ImmortalContainer")
+	copyRuleGVK      = copyv1alpha1.SchemeGroupVersion.WithKind("CopyRule")
 )
 
-const providerName = "provider-clusterops"
+// Names of the packages in the Crossplane API: the Configuration's, which `crossplane xpkg
+// install` derives from its repository, and those of the provider and the function, which core
+// installs as its dependencies under names derived the same way (the Compositions name the
+// function so). The provider's runtime config names its service account.
+const (
+	configurationName      = "clusterops-configuration-clusterops-platform"
+	providerName           = "clusterops-provider-clusterops"
+	functionName           = "clusterops-function-clusterops"
+	providerServiceAccount = "provider-clusterops"
+	mirrorImageConfig      = "clusterops-e2e-mirror"
+)
 
-// TestCrossplane walks the path a platform team takes, in order: install the packages, use the
-// provider's managed resources and the platform APIs composed from them, upgrade the provider,
-// and run it under core's Deployment runtime. Each step builds on the one before.
+// TestCrossplane walks the path a platform team takes, in order: install the configuration
+// package (and with it the provider and the function), use the provider's managed resources and
+// the platform APIs composed from them, upgrade the provider, and run it under core's Deployment
+// runtime. Each step builds on the one before.
 func TestCrossplane(t *testing.T) {
 	steps := []struct {
 		name string
 		fn   func(t *testing.T)
 	}{
-		{"InstallPackages", testInstall},
+		{"InstallConfiguration", testInstall},
 		{"ManagedResourceThroughInstalledProvider", testManagedResource},
 		{"PlatformAPIs", testPlatformAPIs},
 		{"Tenants", testTenants},
@@ -59,14 +78,50 @@ func TestCrossplane(t *testing.T) {
 	}
 }
 
-// testInstall installs the provider and the function as a platform team would: the provider's
-// RBAC and runtime config, then Provider and Function objects naming the packages.
+// testInstall installs the platform as the README says: the provider's RBAC and runtime config,
+// then the configuration package with `crossplane xpkg install configuration`. Core resolves the
+// provider and the function the configuration depends on and installs them, pulling each through
+// its multi-platform image index. The packages name xpkg.crossplane.io/clusterops; an ImageConfig
+// points that at the suite's registry, as it would at a user's mirror.
 func testInstall(t *testing.T) {
+	ctx := context.Background()
 	apply(t, "cluster/rbac/provider-rbac.yaml", nil)
-	apply(t, "examples/crossplane/provider.yaml", setPackage(s.pkgs["provider-"+providerV1].image))
-	apply(t, "examples/platform/function.yaml", setPackage(s.pkgs["function-"+functionV1].image))
-	waitTrue(t, functionGVK, "", "function-clusterops", "Installed", "Healthy")
-	waitTrue(t, providerGVK, "", providerName, "Installed", "Healthy")
+	mirror := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{
+			"matchImages":  []any{map[string]any{"type": "Prefix", "prefix": canonicalPrefix}},
+			"rewriteImage": map[string]any{"prefix": s.registry + "/clusterops/"},
+		},
+	}}
+	mirror.SetGroupVersionKind(imageConfigGVK)
+	mirror.SetName(mirrorImageConfig)
+	if err := s.c.Patch(ctx, mirror, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil { //nolint:staticcheck // Unstructured apply.
+		t.Fatal(err)
+	}
+	// The runtime ImageConfig matches a package's source after the rewrite.
+	apply(t, "examples/platform/provider-runtime.yaml", func(u *unstructured.Unstructured) {
+		_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{"type": "Prefix", "prefix": s.registry + "/clusterops/provider-clusterops"}}, "spec", "matchImages")
+	})
+
+	configuration := s.pkgs["configuration-"+configurationV1]
+	cmd := exec.Command(s.crank, "xpkg", "install", "configuration", configuration.source) //nolint:gosec // The suite's own tool.
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("crossplane xpkg install configuration %s: %v\n%s", configuration.source, err, out)
+	}
+	waitTrue(t, configurationGVK, "", configurationName, "Installed", "Healthy")
+	for _, dep := range []struct {
+		gvk        schema.GroupVersionKind
+		name, pkey string
+	}{{functionGVK, functionName, "function-" + functionV1}, {providerGVK, providerName, "provider-" + providerV1}} {
+		p := waitTrue(t, dep.gvk, "", dep.name, "Installed", "Healthy")
+		want := s.pkgs[dep.pkey]
+		source, _, _ := unstructured.NestedString(p.Object, "spec", "package")
+		resolved, _, _ := unstructured.NestedString(p.Object, "status", "resolvedPackage")
+		if source != want.source || resolved != want.image {
+			t.Errorf("%s %s: package %q resolved to %q, want the dependency %q, resolved to the mirror's %q", dep.gvk.Kind, dep.name, source, resolved, want.source, want.image)
+		}
+		checkPulledIndex(t, want)
+	}
 
 	// Every CRD of the package comes under the active revision's control. CRDs that already
 	// existed (the plain e2e tier applies them) are taken over, which may finish a moment after
@@ -89,6 +144,42 @@ func testInstall(t *testing.T) {
 		})
 	}
 	apply(t, "examples/providerconfig/clusterproviderconfig.yaml", nil)
+}
+
+// checkPulledIndex checks the registry serves the package's tag as an image index of linux/amd64
+// and linux/arm64 images, and that core pulled the linux/amd64 image, which only that index
+// names.
+func checkPulledIndex(t *testing.T, p pkg) {
+	t.Helper()
+	ref, err := name.ParseReference(p.image)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := remote.Index(ref)
+	if err != nil {
+		t.Fatalf("%s is not an image index: %v", p.image, err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var platforms []string
+	for _, d := range m.Manifests {
+		if d.Platform != nil {
+			platforms = append(platforms, d.Platform.String())
+		}
+	}
+	if want := []string{"linux/amd64", "linux/arm64"}; !slices.Equal(platforms, want) {
+		t.Errorf("%s: index platforms %v, want %v", p.image, platforms, want)
+	}
+	amd64, ok := p.platforms["linux/amd64"]
+	if !ok {
+		t.Fatalf("%s: the suite pushed no linux/amd64 image", p.image)
+	}
+	path := "/v2/" + ref.Context().RepositoryStr() + "/manifests/" + amd64.String()
+	if !s.pulls.served("GET", path) {
+		t.Errorf("core never pulled %s's linux/amd64 image through its index (GET %s)", p.image, path)
+	}
 }
 
 // activeRevision returns the provider's active revision.
@@ -170,20 +261,29 @@ func pullSecretCopy(t *testing.T) *corev1.Secret {
 	return sec
 }
 
-// testUpgrade moves the Provider to the v2 package. Crossplane makes a new revision active and the
-// old one inactive, the runtime swaps the processes, and the managed resources keep their state:
-// the same pod, the same history, and the new provider acting on them.
+// testUpgrade moves the Provider the configuration installed to the v2 package, which its
+// version constraint allows. Crossplane makes a new revision active and the old one inactive, the
+// runtime swaps the processes, and the managed resources keep their state: the same pod, the same
+// history, and the new provider acting on them.
 func testUpgrade(t *testing.T) {
 	ctx := context.Background()
 	before := immortalState(t)
 	copyBefore := pullSecretCopy(t)
 	old := activeRevision(t)
 
+	// v0.2.0 is released: pushed to the mirror only now, as the configuration's dependency would
+	// have resolved to it.
+	release := s.pkgs["provider-"+providerV2]
+	if err := push(&release); err != nil {
+		t.Fatal(err)
+	}
+	s.pkgs["provider-"+providerV2] = release
+
 	p, err := get(ctx, providerGVK, "", providerName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v2 := s.pkgs["provider-"+providerV2].image
+	v2 := release.source
 	_ = unstructured.SetNestedField(p.Object, v2, "spec", "package")
 	if err := s.c.Update(ctx, p); err != nil {
 		t.Fatal(err)
@@ -270,7 +370,8 @@ func testDeploymentRuntime(t *testing.T) {
 		}
 	})
 	for kind, rev := range revs {
-		image, _, _ := unstructured.NestedString(rev.Object, "spec", "image")
+		// Core runs the image it pulled: the package's source after the ImageConfig's rewrite.
+		image, _, _ := unstructured.NestedString(rev.Object, "status", "resolvedImage")
 		eventually(t, "core's Deployment of "+rev.GetName()+" to be Available", func(ctx context.Context) (bool, string, error) {
 			d := &appsv1.Deployment{}
 			if err := s.c.Get(ctx, types.NamespacedName{Namespace: crossplaneNamespace, Name: rev.GetName()}, d); err != nil {
@@ -283,7 +384,8 @@ func testDeploymentRuntime(t *testing.T) {
 			spec := d.Spec.Template.Spec
 			ok := available && len(spec.Containers) > 0 && spec.Containers[0].Image == image
 			if kind == "ProviderRevision" {
-				ok = ok && spec.ServiceAccountName == providerName
+				// The runtime config the runtime ImageConfig names.
+				ok = ok && spec.ServiceAccountName == providerServiceAccount
 			}
 			return ok, fmt.Sprintf("available=%t serviceAccount=%s containers=%d", available, spec.ServiceAccountName, len(spec.Containers)), nil
 		})
@@ -291,7 +393,7 @@ func testDeploymentRuntime(t *testing.T) {
 	}
 	waitTrue(t, providerGVK, "", providerName, "Healthy")
 	if revs["FunctionRevision"] != nil {
-		waitTrue(t, functionGVK, "", "function-clusterops", "Healthy")
+		waitTrue(t, functionGVK, "", functionName, "Healthy")
 	}
 	waitTrue(t, icGVK, "demo", "example-immortalcontainer", "Ready", "Synced")
 }
@@ -301,7 +403,7 @@ func activeFunctionRevision(t *testing.T) *unstructured.Unstructured {
 	t.Helper()
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(pkgv1.SchemeGroupVersion.WithKind("FunctionRevisionList"))
-	if err := s.c.List(context.Background(), l, client.MatchingLabels{"pkg.crossplane.io/package": "function-clusterops"}); err != nil {
+	if err := s.c.List(context.Background(), l, client.MatchingLabels{"pkg.crossplane.io/package": functionName}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range l.Items {
@@ -314,7 +416,8 @@ func activeFunctionRevision(t *testing.T) *unstructured.Unstructured {
 
 // uninstall removes what the suite installed, while core and the runtime still run so that
 // finalizers are honoured: managed resources first (the provider removes their finalizers), then
-// the packages.
+// the configuration and the packages it brought (core leaves dependencies installed), then the
+// ImageConfigs.
 func uninstall(ctx context.Context) {
 	for _, mr := range []client.Object{
 		&workloadv1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "example-immortalcontainer"}},
@@ -326,7 +429,10 @@ func uninstall(ctx context.Context) {
 	for _, p := range []struct {
 		gvk  schema.GroupVersionKind
 		name string
-	}{{providerGVK, providerName}, {functionGVK, "function-clusterops"}} {
+	}{
+		{configurationGVK, configurationName}, {providerGVK, providerName}, {functionGVK, functionName},
+		{imageConfigGVK, "provider-clusterops-runtime"}, {imageConfigGVK, mirrorImageConfig},
+	} {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(p.gvk)
 		u.SetName(p.name)

@@ -1,9 +1,11 @@
 //go:build e2e
 
 // Package crossplane is the Crossplane end-to-end tier: the real Crossplane core, run out of
-// cluster on the local control plane, installs this provider and its composition function from
-// packages pushed to a loopback registry, and composes platform APIs from examples/ through them.
-// The suite is the External package runtime: it runs the packages' binaries on the host.
+// cluster on the local control plane, installs the platform APIs' Configuration package from a
+// loopback registry, and with it, as its dependencies, this provider and its composition function
+// (multi-platform packages, pulled through their image index), and composes platform APIs from
+// examples/ through them. The suite is the External package runtime: it runs the packages'
+// binaries on the host.
 package crossplane
 
 import (
@@ -26,6 +28,9 @@ import (
 // suite is what TestMain starts for every test.
 type suite struct {
 	root, logs, kubeconfig string
+	crank                  string // The Crossplane CLI.
+	registry               string // Host of the loopback registry.
+	pulls                  *registryLog
 	cfg                    *rest.Config
 	c                      client.Client
 	pkgs                   map[string]pkg
@@ -81,16 +86,19 @@ func setUp(ctx context.Context) (*suite, error) {
 		return x, err
 	}
 
-	host, err := serveRegistry()
-	if err != nil {
+	if x.crank, err = toolBinary(x.root, "CRANK_DIR", "crank"); err != nil {
 		return x, err
 	}
-	if x.pkgs, err = buildPackages(x.root, work, host); err != nil {
+	x.pulls = &registryLog{}
+	if x.registry, err = serveRegistry(x.pulls); err != nil {
 		return x, err
 	}
-	logf("packages built and pushed to %s in %s", host, time.Since(began).Round(time.Second))
+	if x.pkgs, err = buildPackages(x.root, work, x.registry); err != nil {
+		return x, err
+	}
+	logf("packages built and pushed to %s in %s", x.registry, time.Since(began).Round(time.Second))
 
-	dir, err := crossplaneDir(x.root)
+	dir, err := toolDir(x.root, "CROSSPLANE_DIR", "crossplane")
 	if err != nil {
 		return x, err
 	}
@@ -105,9 +113,13 @@ func setUp(ctx context.Context) (*suite, error) {
 	if err := serverCerts(ctx, x.c, certs); err != nil {
 		return x, err
 	}
+	// A revision names its package by source (spec.image) and, after the ImageConfig's
+	// rewrite, by where it was pulled from (status.resolvedPackage).
 	byImage := map[string]pkg{}
 	for _, p := range x.pkgs {
-		byImage[p.image] = p
+		if p.binary != "" {
+			byImage[p.image], byImage[p.source] = p, p
+		}
 	}
 	x.runtime = &externalRuntime{c: x.c, logs: x.logs, kubeconfig: x.kubeconfig, certs: certs, byImage: byImage,
 		procs: map[string]*revisionProcess{}, external: map[string]bool{"ProviderRevision": true, "FunctionRevision": true}}
@@ -134,20 +146,27 @@ func tearDown() {
 	logf("logs of crossplane, the provider and the function: %s", s.logs)
 }
 
-// crossplaneDir is where cluster/local/build-tools.sh put the crossplane binary and its CRDs.
-func crossplaneDir(root string) (string, error) {
-	if d := os.Getenv("CROSSPLANE_DIR"); d != "" {
+// toolDir is where cluster/local/build-tools.sh put a tool (crossplane, crank): $env, as
+// cluster/local/e2e.sh sets it, or what build-tools.sh <tool>-dir says.
+func toolDir(root, env, tool string) (string, error) {
+	if d := os.Getenv(env); d != "" {
 		return d, nil
 	}
-	out, err := exec.Command(filepath.Join(root, "cluster", "local", "build-tools.sh"), "crossplane-dir").Output() //nolint:gosec // The repo's own script.
+	out, err := exec.Command(filepath.Join(root, "cluster", "local", "build-tools.sh"), tool+"-dir").Output() //nolint:gosec // The repo's own script.
 	if err != nil {
-		return "", fmt.Errorf("cannot locate the crossplane binary: %w", err)
+		return "", fmt.Errorf("cannot locate %s: %w", tool, err)
 	}
 	d := strings.TrimSpace(string(out))
-	if _, err := os.Stat(filepath.Join(d, "crossplane")); err != nil {
-		return "", fmt.Errorf("crossplane is not built (run cluster/local/build-tools.sh crossplane): %w", err)
+	if _, err := os.Stat(filepath.Join(d, tool)); err != nil {
+		return "", fmt.Errorf("%s is not built (run cluster/local/build-tools.sh %s): %w", tool, tool, err)
 	}
 	return d, nil
+}
+
+// toolBinary is the path of a tool that build-tools.sh built.
+func toolBinary(root, env, tool string) (string, error) {
+	d, err := toolDir(root, env, tool)
+	return filepath.Join(d, tool), err
 }
 
 func logf(format string, args ...any) {

@@ -40,15 +40,6 @@ func apply(t *testing.T, file string, mutate func(u *unstructured.Unstructured))
 	return objs
 }
 
-// setPackage points a Provider or Function at the package the suite pushed.
-func setPackage(image string) func(u *unstructured.Unstructured) {
-	return func(u *unstructured.Unstructured) {
-		if u.GetKind() == "Provider" || u.GetKind() == "Function" {
-			_ = unstructured.SetNestedField(u.Object, image, "spec", "package")
-		}
-	}
-}
-
 // get reads an object by kind and key into a fresh Unstructured.
 func get(ctx context.Context, gvk schema.GroupVersionKind, ns, name string) (*unstructured.Unstructured, error) {
 	u := &unstructured.Unstructured{}

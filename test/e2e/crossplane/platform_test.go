@@ -19,6 +19,7 @@ import (
 
 	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
 // The platform APIs of examples/platform: claims of legacy XRDs, and Crossplane v2 namespaced XRs.
@@ -27,7 +28,6 @@ var (
 	webAppClaim = schema.GroupVersionKind{Group: "platform.clusterops.io", Version: "v1alpha1", Kind: "WebApp"}
 	tenantXR    = schema.GroupVersionKind{Group: "namespaced.platform.clusterops.io", Version: "v1alpha1", Kind: "Tenant"}
 	webAppXR    = schema.GroupVersionKind{Group: "namespaced.platform.clusterops.io", Version: "v1alpha1", Kind: "WebApp"}
-	xrdGVK      = schema.GroupVersionKind{Group: "apiextensions.crossplane.io", Version: "v1", Kind: "CompositeResourceDefinition"}
 
 	appBundleGVK     = workloadv1alpha1.SchemeGroupVersion.WithKind("AppBundle")
 	configRolloutGVK = workloadv1alpha1.SchemeGroupVersion.WithKind("ConfigRollout")
@@ -38,32 +38,52 @@ var (
 	serviceGVK       = corev1.SchemeGroupVersion.WithKind("Service")
 )
 
-// testPlatformAPIs applies what a platform team writes: the config that grants the tenants'
-// rules reach, the shared objects, and the XRDs and Compositions of both API styles.
+// testPlatformAPIs applies what a platform team writes besides the packages: the config that
+// grants the tenants' rules reach, and the shared objects. The XRDs and Compositions of both API
+// styles are the configuration package's: its revision controls them, established (legacy XRDs
+// offer their claims).
 func testPlatformAPIs(t *testing.T) {
 	apply(t, "examples/platform/clusterproviderconfig.yaml", nil)
 	apply(t, "examples/platform/shared-source.yaml", nil)
 	for _, style := range []string{"legacy", "namespaced"} {
-		files, _ := filepath.Glob(filepath.Join(s.root, "examples", "platform", style, "xrd-*.yaml"))
-		for _, f := range files {
-			for _, xrd := range apply(t, rel(f), nil) {
-				conds := []string{"Established"}
-				if style == "legacy" {
-					conds = append(conds, "Offered") // Claims are served.
+		for _, kind := range []string{"xrd", "composition"} {
+			files, _ := filepath.Glob(filepath.Join(s.root, "examples", "platform", style, kind+"-*.yaml"))
+			if len(files) == 0 {
+				t.Fatalf("no %s files in examples/platform/%s", kind, style)
+			}
+			for _, f := range files {
+				objs, err := testenv.ReadObjects(f)
+				if err != nil {
+					t.Fatal(err)
 				}
-				waitTrue(t, xrdGVK, "", xrd.GetName(), conds...)
+				for _, o := range objs {
+					gvk, conds := o.GroupVersionKind(), []string(nil)
+					if kind == "xrd" {
+						conds = []string{"Established"}
+						if style == "legacy" {
+							conds = append(conds, "Offered") // Claims are served.
+						}
+					}
+					eventually(t, fmt.Sprintf("%s %s from the configuration package", gvk.Kind, o.GetName()), func(ctx context.Context) (bool, string, error) {
+						u, err := get(ctx, gvk, "", o.GetName())
+						if err != nil {
+							return false, "", err
+						}
+						ref := metav1.GetControllerOf(u)
+						if ref == nil || ref.Kind != "ConfigurationRevision" {
+							return false, fmt.Sprintf("controlled by %v", ref), nil
+						}
+						for _, c := range conds {
+							if st, msg := condition(u, c); st != "True" {
+								return false, fmt.Sprintf("%s=%s %q", c, st, msg), nil
+							}
+						}
+						return true, "", nil
+					})
+				}
 			}
 		}
-		files, _ = filepath.Glob(filepath.Join(s.root, "examples", "platform", style, "composition-*.yaml"))
-		for _, f := range files {
-			apply(t, rel(f), nil)
-		}
 	}
-}
-
-func rel(path string) string {
-	r, _ := filepath.Rel(s.root, path)
-	return r
 }
 
 // volumeFor stands in for a storage provisioner: a volume bound in advance to an AppBundle's claim.
