@@ -352,3 +352,59 @@ func TestCoalescingSavesGoroutines(t *testing.T) {
 		})
 	}
 }
+
+// TestLabelWatchesCoalesce checks that watches of one label's values in every
+// namespace (a CopyRule's copies, by the rule's UID) share one watch of the
+// objects carrying the label, and that an event reaches the owners of the
+// object's value only: of both values when an object moves between them.
+func TestLabelWatchesCoalesce(t *testing.T) {
+	ctx, s, q, c := started(t)
+	watchset.SetCoalesceAbove(s, 4)
+	const key = "test.clusterops.io/rule"
+	cm := corev1.SchemeGroupVersion.WithResource("configmaps")
+	byRule := func(v string) watchset.Watch { return watchset.Watch{Resource: cm, Labels: key + "=" + v} }
+	a, b := env.Namespace(t, "watchset-label-a", nil), env.Namespace(t, "watchset-label-b", nil)
+	owners := make([]types.NamespacedName, 8)
+	for i := range owners {
+		owners[i] = types.NamespacedName{Namespace: a, Name: fmt.Sprintf("rule-%d", i)}
+		if err := s.Ensure(owners[i], c, byRule(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range owners {
+		if err := s.WaitSynced(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff(1, s.Len()); diff != "" {
+		t.Errorf("watches of 8 values of one label: -want +got:\n%s", diff)
+	}
+	received(q, 500*time.Millisecond)
+	copyOf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "copy", Labels: map[string]string{key: "2"}}}
+	if err := env.Client.Create(ctx, copyOf); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[types.NamespacedName]int{owners[2]: 1}, count(received(q, time.Second))); diff != "" {
+		t.Errorf("a copy of rule 2 in another namespace: -want +got:\n%s", diff)
+	}
+	l, ok := s.List(c, byRule("2"))
+	if diff := cmp.Diff([]string{"copy"}, names(l)); !ok || diff != "" {
+		t.Errorf("List(rule 2) ok = %v; -want +got:\n%s", ok, diff)
+	}
+	if l, ok := s.List(c, byRule("3")); !ok || len(l) != 0 {
+		t.Errorf("List(rule 3) = %v, %v; want none, true", names(l), ok)
+	}
+	copyOf.Labels[key] = "5"
+	if err := env.Client.Update(ctx, copyOf); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[types.NamespacedName]int{owners[2]: 1, owners[5]: 1}, count(received(q, time.Second))); diff != "" {
+		t.Errorf("the copy moved from rule 2 to rule 5: -want +got:\n%s", diff)
+	}
+	if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "unlabelled"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := received(q, 500*time.Millisecond); len(got) != 0 {
+		t.Errorf("an object without the label enqueued %v", got)
+	}
+}

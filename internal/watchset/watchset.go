@@ -80,30 +80,67 @@ type key struct {
 	Watch
 }
 
-// A group is where name watches coalesce: one resource in one namespace of one
-// cluster.
+// A group is where watches of one value coalesce: one resource in one
+// namespace (or all, for a label) of one cluster, and either the name
+// (label "") or the value of one label key.
 type group struct {
 	cluster   string
 	resource  schema.GroupVersionResource
 	namespace string
+	label     string
 }
 
-// named returns the group of a name watch and the name it watches; false for
-// any other watch. Names with characters a field selector would read as more
-// than one exact name do not coalesce, nor watches of every namespace: their
-// shared watch would be every object of the resource in the cluster.
+// named returns the group of a watch of one value and the value it watches:
+// a name watch, or a watch of exactly "key=value" for one label (a CopyRule's
+// copies, by the rule's UID); false for any other watch. Values with
+// characters a selector would read as more than one exact value do not
+// coalesce, nor name watches of every namespace: their shared watch would be
+// every object of the resource in the cluster. A label's shared watch holds
+// only the objects that carry the label, in every namespace if need be.
 func (k key) named() (group, string, bool) {
-	name, ok := strings.CutPrefix(k.Fields, nameField)
-	if !ok || name == "" || strings.ContainsAny(name, ",=!\\ ") || k.Namespace == "" || k.Labels != "" || k.KeepLabels {
+	if k.KeepLabels {
 		return group{}, "", false
 	}
-	return group{cluster: k.cluster, resource: k.Resource, namespace: k.Namespace}, name, true
+	const odd = ",=!\\ ()"
+	g := group{cluster: k.cluster, resource: k.Resource, namespace: k.Namespace}
+	if name, ok := strings.CutPrefix(k.Fields, nameField); ok {
+		if name == "" || strings.ContainsAny(name, odd) || k.Namespace == "" || k.Labels != "" {
+			return group{}, "", false
+		}
+		return g, name, true
+	}
+	label, value, ok := strings.Cut(k.Labels, "=")
+	if !ok || k.Fields != "" || label == "" || value == "" || strings.ContainsAny(label, odd) || strings.ContainsAny(value, odd) {
+		return group{}, "", false
+	}
+	g.label = label
+	return g, value, true
 }
 
-// watch returns the name watch of name in g.
-func (g group) watch(name string) key {
-	return key{cluster: g.cluster, Watch: Watch{Resource: g.resource, Namespace: g.namespace, Fields: nameField + name}}
+// watch returns the watch of value in g.
+func (g group) watch(value string) key {
+	w := Watch{Resource: g.resource, Namespace: g.namespace, Fields: nameField + value}
+	if g.label != "" {
+		w.Fields, w.Labels = "", g.label+"="+value
+	}
+	return key{cluster: g.cluster, Watch: w}
 }
+
+// value returns what o is to g: its name, or its value of g's label.
+func (g group) value(o any) (string, bool) {
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return "", false
+	}
+	if g.label == "" {
+		return m.GetName(), true
+	}
+	v, ok := m.GetLabels()[g.label]
+	return v, ok
+}
+
+// byValue indexes a label group's shared store by the label's value.
+const byValue = "value"
 
 type running struct {
 	stop     context.CancelFunc
@@ -421,13 +458,19 @@ func (s *Set) stopWatch(k key) {
 // startShared runs the informer that serves every name watch of g: the whole
 // namespace, stripped by slim like any watch; s.mu is held.
 func (s *Set) startShared(c *target.Cluster, g group) error {
-	r, err := s.inform(c, Watch{Resource: g.resource, Namespace: g.namespace}, func(listed bool, objs ...any) { s.notifyNames(g, listed, objs...) })
+	r, err := s.inform(c, g.shared(), func(listed bool, objs ...any) { s.notifyNames(g, listed, objs...) })
 	if err != nil {
 		return err
 	}
 	r.names = map[string]map[types.NamespacedName]struct{}{}
 	s.shared[g] = r
 	return nil
+}
+
+// shared is the watch that serves every watch of g: the namespace's objects,
+// or the objects that carry g's label.
+func (g group) shared() Watch {
+	return Watch{Resource: g.resource, Namespace: g.namespace, Labels: g.label}
 }
 
 // inform runs an informer of w on cluster c whose events go to notify; s.mu
@@ -445,16 +488,28 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(listed bool, objs .
 		}
 		s.clients[c.ID] = mc
 	}
-	inf := metadatainformer.NewFilteredMetadataInformer(mc, w.Resource, w.Namespace, 0, toolscache.Indexers{}, func(o *metav1.ListOptions) {
-		o.LabelSelector, o.FieldSelector = w.Labels, w.Fields
-	}).Informer()
+	indexers := toolscache.Indexers{}
 	// A watch's events are all anyone uses: its store keeps only what the
 	// informer needs to tell objects and versions apart, not labels,
 	// annotations or managed fields (measured by make bench's memory scenario).
 	transform := slim
-	if w.KeepLabels {
+	switch {
+	case w.KeepLabels:
 		transform = slimKeepingLabels
+	case isKey(w.Labels):
+		// A label group's shared watch: the label's value routes events.
+		transform = slimKeeping(w.Labels)
+		indexers[byValue] = func(o any) ([]string, error) {
+			m, err := meta.Accessor(o)
+			if err != nil {
+				return nil, err
+			}
+			return []string{m.GetLabels()[w.Labels]}, nil
+		}
 	}
+	inf := metadatainformer.NewFilteredMetadataInformer(mc, w.Resource, w.Namespace, 0, indexers, func(o *metav1.ListOptions) {
+		o.LabelSelector, o.FieldSelector = w.Labels, w.Fields
+	}).Informer()
 	if err := inf.SetTransform(transform); err != nil {
 		return nil, errors.Wrap(err, "cannot slim watched objects")
 	}
@@ -506,18 +561,23 @@ func (s *Set) notify(k key, listed bool, objs ...any) {
 	s.enqueue(owners, listed)
 }
 
-// notifyNames enqueues the owners in g of the name of the object objs are
-// about, those the event concerns: the namespace's other objects are nobody's.
+// notifyNames enqueues the owners in g of the value (name or label) of the
+// object objs are about, those the event concerns: other objects are
+// nobody's. An update that moves an object from one label value to another
+// concerns the owners of both.
 func (s *Set) notifyNames(g group, listed bool, objs ...any) {
-	m, err := meta.Accessor(objs[0])
-	if err != nil {
-		return
+	values := make([]string, 0, len(objs))
+	for _, o := range objs {
+		if v, ok := g.value(o); ok && (len(values) == 0 || values[0] != v) {
+			values = append(values, v)
+		}
 	}
-	name := m.GetName()
 	s.mu.Lock()
 	var owners []types.NamespacedName
 	if r, ok := s.shared[g]; ok {
-		owners = s.concerned(r.names[name], g.watch(name).Watch, objs)
+		for _, v := range values {
+			owners = append(owners, s.concerned(r.names[v], g.watch(v).Watch, objs)...)
+		}
 	}
 	s.mu.Unlock()
 	s.enqueue(owners, listed)
@@ -586,6 +646,27 @@ func slim(o any) (any, error) {
 	}}, nil
 }
 
+// isKey reports whether a label selector is one bare key: "exists".
+func isKey(labels string) bool {
+	return labels != "" && !strings.ContainsAny(labels, ",=!() ")
+}
+
+// slimKeeping is slim that also keeps one label.
+func slimKeeping(label string) toolscache.TransformFunc {
+	return func(o any) (any, error) {
+		m, ok := o.(*metav1.PartialObjectMetadata)
+		if !ok {
+			return o, nil
+		}
+		s, _ := slim(o)
+		out, _ := s.(*metav1.PartialObjectMetadata)
+		if v, ok := m.Labels[label]; ok {
+			out.Labels = map[string]string{label: v}
+		}
+		return out, nil
+	}
+}
+
 // slimKeepingLabels is slim that also keeps labels and the deletion mark.
 func slimKeepingLabels(o any) (any, error) {
 	m, ok := o.(*metav1.PartialObjectMetadata)
@@ -622,8 +703,10 @@ func (s *Set) List(c *target.Cluster, w Watch) ([]*metav1.PartialObjectMetadata,
 	}
 	var items []any
 	if r.names != nil {
-		_, name, _ := k.named()
-		if i, exists, _ := r.informer.GetStore().GetByKey(toolscache.NewObjectName(w.Namespace, name).String()); exists {
+		g, v, _ := k.named()
+		if g.label != "" {
+			items, _ = r.informer.GetIndexer().ByIndex(byValue, v)
+		} else if i, exists, _ := r.informer.GetStore().GetByKey(toolscache.NewObjectName(w.Namespace, v).String()); exists {
 			items = []any{i}
 		}
 	} else {

@@ -11,7 +11,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
@@ -92,7 +94,17 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *
 		WithOptions(o.ForControllerRuntime()).
 		// The filter applies to the managed resource only: events of the
 		// watched objects (a pod's status, say) must get through.
-		For(client.Object(k.Object), builder.WithPredicates(resource.DesiredStateChanged()))
+		For(client.Object(k.Object), builder.WithPredicates(resource.DesiredStateChanged())).
+		// An edit of an existing managed resource's spec is a change someone
+		// waits for: it ranks with the changes of what the resource made or
+		// references, above a backlog of new resources. The priority queue
+		// keeps the higher of the two ranks the request gets.
+		Watches(client.Object(k.Object), urgency.Handler(&handler.EnqueueRequestForObject{}), builder.WithPredicates(
+			predicate.GenerationChangedPredicate{},
+			predicate.Funcs{
+				CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+				GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+			}))
 	if k.Watch != nil {
 		b = k.Watch(b)
 	}
