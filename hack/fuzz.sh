@@ -28,6 +28,7 @@ TARGETS="
 ./internal/controller/immortalcontainer/    FuzzRestartDelay
 ./internal/function/                        FuzzDuration
 ./internal/function/                        FuzzNames
+./internal/apimetrics/                      FuzzClassify
 "
 
 failed=0
