@@ -49,7 +49,7 @@ test: tools vet ## Run every test tier: unit + integration (envtest), a short fu
 
 .PHONY: test-unit
 test-unit: ## Run the unit and integration tests only (envtest).
-	cluster/local/build-tools.sh controlplane
+	cluster/local/build-tools.sh controlplane crank
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: e2e

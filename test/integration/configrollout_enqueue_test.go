@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
 // TestConfigRolloutWorkloadEventReconcilesOnlyItsRollouts puts many
@@ -69,4 +70,73 @@ func TestConfigRolloutWorkloadEventReconcilesOnlyItsRollouts(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"cm-3": 1, "cm-7": 1}, reads); diff != "" {
 		t.Errorf("ConfigMaps read after two Deployment edits (one per reconcile of the rollout naming them): -want, +got:\n%s", diff)
 	}
+}
+
+// TestConfigRolloutSelectorReadsOnlyWhatItSelects: a selector rollout in a
+// namespace of many Deployments matches its selector in the provider's
+// metadata cache and reads only the Deployment it selects; the namespace's
+// workloads are never listed from the API server, not even when its deletion
+// looks for the claims it holds, which it releases.
+func TestConfigRolloutSelectorReadsOnlyWhatItSelects(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, "rollout-selector", nil)
+	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}})
+	for i := range 8 {
+		create(t, consumer(ns, fmt.Sprintf("other-%d", i), "conf"))
+	}
+	create(t, consumer(ns, "picked", "conf"))
+	mark := env.Requests.Len()
+	cr := &workloadv1alpha1.ConfigRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "sel", Namespace: ns},
+		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},
+			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "picked"}},
+		}},
+	}
+	create(t, cr)
+	rolledTo(t, ns, "sel", "picked")
+	if err := env.Client.Delete(ctx, cr); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "the claim on Deployment picked to be released", func(ctx context.Context) (bool, error) {
+		d := &appsv1.Deployment{}
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "picked"}, d)
+		_, held := d.Annotations["workload.clusterops.io/config-rollout"]
+		return err == nil && !held, err
+	})
+	var lists, others []string
+	for _, r := range env.Requests.Since(mark) {
+		for _, kind := range []string{"deployments", "statefulsets", "daemonsets"} {
+			if strings.HasPrefix(r, "GET /apis/apps/v1/namespaces/"+ns+"/"+kind+"?") || r == "GET /apis/apps/v1/namespaces/"+ns+"/"+kind {
+				lists = append(lists, r)
+			}
+		}
+		if strings.HasPrefix(r, "GET /apis/apps/v1/namespaces/"+ns+"/deployments/other-") {
+			others = append(others, r)
+		}
+	}
+	if len(lists) > 0 {
+		t.Errorf("the namespace's workloads were listed from the API server: %v", lists)
+	}
+	if len(others) > 0 {
+		t.Errorf("Deployments the selector does not pick were read: %v", others)
+	}
+}
+
+// TestConfigRolloutClaimOfAGoneRolloutIsFree: a claim naming a ConfigRollout
+// that no longer exists (one released through a cache that had not seen it
+// yet) keeps no other rollout from rolling the workload.
+func TestConfigRolloutClaimOfAGoneRolloutIsFree(t *testing.T) {
+	ns := env.Namespace(t, "rollout-ghost-claim", nil)
+	d := consumer(ns, "api", "conf")
+	d.Annotations = map[string]string{"workload.clusterops.io/config-rollout": "gone"}
+	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}}, d)
+	create(t, &workloadv1alpha1.ConfigRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: ns},
+		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},
+			Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "api"}},
+		}},
+	})
+	rolledTo(t, ns, "live", "api")
 }

@@ -80,6 +80,20 @@ func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ConfigRollout{}, indexWorkloads, indexValues); err != nil {
 		return errors.Wrap(err, "cannot index ConfigRollouts by workload")
 	}
+	// The claim of every workload, for a deleted rollout to find the ones it
+	// holds without reading the namespace's workloads.
+	for _, kind := range []string{KindDeployment, KindStatefulSet, KindDaemonSet} {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(kind))
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), m, indexClaim, func(o client.Object) []string {
+			if c := o.GetAnnotations()[AnnotationClaim]; c != "" {
+				return []string{c}
+			}
+			return nil
+		}); err != nil {
+			return errors.Wrapf(err, "cannot index %ss by claim", kind)
+		}
+	}
 	own := newOwnWrites()
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ConfigRollout]{
 		GroupKind: v1alpha1.ConfigRolloutGroupKind,
@@ -87,7 +101,13 @@ func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 		Object:    &v1alpha1.ConfigRollout{},
 		List:      &v1alpha1.ConfigRolloutList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
-			return &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own}
+			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own}
+			if c.Local {
+				// The workloads' metadata watches feed the manager's cache on
+				// the provider's own cluster only.
+				e.cache = mgr.GetCache()
+			}
+			return e
 		},
 		// Each source is watched by name, as metadata only, on the cluster the
 		// ConfigRollout acts on: only referenced ConfigMaps and Secrets are
@@ -131,6 +151,9 @@ type external struct {
 	now     func() time.Time
 	watches *watchset.Set
 	own     *ownWrites
+	// cache is the manager's metadata cache of the workloads, on the
+	// provider's own cluster; nil on another.
+	cache client.Reader
 
 	// observed is the status Observe worked out. The managed reconciler may
 	// update the ConfigRollout between Observe and Update (to add its
@@ -203,16 +226,11 @@ func (e *external) readSources(ctx context.Context, cr *v1alpha1.ConfigRollout) 
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(cr) {
 		// Delete releases the claims; the hash annotations stay.
-		all, err := list(ctx, e.cluster.Client, cr.GetNamespace(), client.MatchingLabels{})
+		held, err := claimedBy(ctx, e.cluster.Client, e.cache, cr.GetNamespace(), cr.GetName())
 		if err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		for _, w := range all {
-			if w.Claim == cr.GetName() {
-				return managed.ExternalObservation{ResourceExists: true}, nil
-			}
-		}
-		return managed.ExternalObservation{ResourceExists: false}, nil
+		return managed.ExternalObservation{ResourceExists: len(held) > 0}, nil
 	}
 	if err := e.watchSources(cr); err != nil {
 		return managed.ExternalObservation{}, err
@@ -232,7 +250,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		o.Hash, o.ChangedAt = h, &now
 	}
 
-	ws, missingWorkloads, err := selectWorkloads(ctx, e.cluster.Client, cr)
+	ws, missingWorkloads, err := selectWorkloads(ctx, e.cluster.Client, e.cache, cr)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
@@ -244,7 +262,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	pending := 0
 	var claimed []string
 	for _, w := range ws {
-		if w.Claim != "" && w.Claim != cr.GetName() {
+		if w.Claim != "" && w.Claim != cr.GetName() && e.holds(ctx, cr.GetNamespace(), w.Claim) {
 			claimed = append(claimed, fmt.Sprintf("%s %q follows ConfigRollout %q", w.Kind, w.Name, w.Claim))
 			continue
 		}
@@ -293,6 +311,19 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		cr.SetConditions(xpv2.Available())
 	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+}
+
+// holds reports whether ConfigRollout name in ns still exists to hold a claim.
+// A deleted rollout releases its claims through the metadata cache, which may
+// not have seen its last claim yet: such a claim is then free. Only on the
+// provider's own cluster, where claims are found in the cache; elsewhere they
+// are found on the API server and every claim holds.
+func (e *external) holds(ctx context.Context, ns, name string) bool {
+	if e.cache == nil {
+		return true
+	}
+	err := e.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &v1alpha1.ConfigRollout{})
+	return !kerrors.IsNotFound(err)
 }
 
 // Create has nothing to make: a ConfigRollout only acts on what exists.
@@ -359,15 +390,12 @@ func (e *external) roll(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, n
 // Delete releases the ConfigRollout's claims and leaves the hash annotations
 // where they are: removing those would roll the workloads.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalDelete, error) {
-	all, err := list(ctx, e.cluster.Client, cr.GetNamespace(), client.MatchingLabels{})
+	held, err := claimedBy(ctx, e.cluster.Client, e.cache, cr.GetNamespace(), cr.GetName())
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}
 	release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+AnnotationClaim+`":null}}}`))
-	for _, w := range all {
-		if w.Claim != cr.GetName() {
-			continue
-		}
+	for _, w := range held {
 		o, _ := newObject(w.Kind)
 		o.SetNamespace(cr.GetNamespace())
 		o.SetName(w.Name)

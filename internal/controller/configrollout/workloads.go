@@ -69,32 +69,99 @@ func list(ctx context.Context, c client.Reader, ns string, sel client.ListOption
 	return out, nil
 }
 
+// indexClaim indexes the workloads in the manager's metadata cache by the
+// ConfigRollout whose claim they carry.
+const indexClaim = "configrollout.claim"
+
+// metadataList is a list of workloads of kind as the manager's cache holds
+// them: metadata only.
+func metadataList(kind string) *metav1.PartialObjectMetadataList {
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(kind + "List"))
+	return l
+}
+
+// inCache returns the workloads of every kind in ns that the options select,
+// as references, from r: the manager's metadata cache, which holds every
+// workload of the provider's own cluster for the ConfigRollout watches. No
+// request goes to the API server, and no pod template is read.
+func inCache(ctx context.Context, r client.Reader, ns string, opts ...client.ListOption) ([]v1alpha1.WorkloadRef, error) {
+	var out []v1alpha1.WorkloadRef
+	for _, kind := range []string{KindDeployment, KindStatefulSet, KindDaemonSet} {
+		l := metadataList(kind)
+		if err := r.List(ctx, l, append([]client.ListOption{client.InNamespace(ns)}, opts...)...); err != nil {
+			return nil, errors.Wrap(err, "cannot list workloads")
+		}
+		for _, m := range l.Items {
+			out = append(out, v1alpha1.WorkloadRef{Kind: kind, Name: m.Name})
+		}
+	}
+	return out, nil
+}
+
+// claimedBy returns the workloads in ns that carry the claim of ConfigRollout
+// name: from the claim index of the metadata cache when there is one (the
+// provider's own cluster), else from a list of the namespace's workloads.
+func claimedBy(ctx context.Context, c, cache client.Reader, ns, name string) ([]v1alpha1.WorkloadRef, error) {
+	if cache != nil {
+		return inCache(ctx, cache, ns, client.MatchingFields{indexClaim: name})
+	}
+	all, err := list(ctx, c, ns, client.MatchingLabels{})
+	if err != nil {
+		return nil, err
+	}
+	var out []v1alpha1.WorkloadRef
+	for _, w := range all {
+		if w.Claim == name {
+			out = append(out, v1alpha1.WorkloadRef{Kind: w.Kind, Name: w.Name})
+		}
+	}
+	return out, nil
+}
+
+// get reads the workloads refs name in ns, and returns the ones that do not
+// exist apart.
+func get(ctx context.Context, c client.Reader, ns string, refs []v1alpha1.WorkloadRef) ([]workload, []string, error) {
+	var out []workload
+	var missing []string
+	for _, ref := range refs {
+		o, tmpl := newObject(ref.Kind)
+		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, o)
+		if kerrors.IsNotFound(err) {
+			missing = append(missing, ref.Kind+" "+ref.Name)
+			continue
+		}
+		if err != nil {
+			return nil, nil, errors.Wrapf(err, "cannot get %s %q", ref.Kind, ref.Name)
+		}
+		out = append(out, workload{Kind: ref.Kind, Name: ref.Name, Claim: o.GetAnnotations()[AnnotationClaim], Template: tmpl})
+	}
+	return out, missing, nil
+}
+
 // selectWorkloads returns the workloads a ConfigRollout selects, and the
-// explicitly named ones that do not exist.
-func selectWorkloads(ctx context.Context, c client.Reader, cr *v1alpha1.ConfigRollout) ([]workload, []string, error) {
+// explicitly named ones that do not exist. cache, when not nil, is the
+// manager's metadata cache of the workloads: a selector is matched there, and
+// only the selected workloads are read, not every one of the namespace.
+func selectWorkloads(ctx context.Context, c, cache client.Reader, cr *v1alpha1.ConfigRollout) ([]workload, []string, error) {
 	p := cr.Spec.ForProvider
 	ns := cr.GetNamespace()
 	switch {
 	case len(p.Workloads) > 0:
-		var out []workload
-		var missing []string
-		for _, ref := range p.Workloads {
-			o, tmpl := newObject(ref.Kind)
-			err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, o)
-			if kerrors.IsNotFound(err) {
-				missing = append(missing, ref.Kind+" "+ref.Name)
-				continue
-			}
-			if err != nil {
-				return nil, nil, errors.Wrapf(err, "cannot get %s %q", ref.Kind, ref.Name)
-			}
-			out = append(out, workload{Kind: ref.Kind, Name: ref.Name, Claim: o.GetAnnotations()[AnnotationClaim], Template: tmpl})
-		}
-		return out, missing, nil
+		return get(ctx, c, ns, p.Workloads)
 	case p.Selector != nil:
 		sel, err := metav1.LabelSelectorAsSelector(p.Selector)
 		if err != nil {
 			return nil, nil, errors.Wrap(err, "invalid spec.forProvider.selector")
+		}
+		if cache != nil {
+			refs, err := inCache(ctx, cache, ns, client.MatchingLabelsSelector{Selector: sel})
+			if err != nil {
+				return nil, nil, err
+			}
+			// One deleted since the cache saw it is simply not selected.
+			ws, _, err := get(ctx, c, ns, refs)
+			return ws, nil, err
 		}
 		ws, err := list(ctx, c, ns, client.MatchingLabelsSelector{Selector: sel})
 		return ws, nil, err
