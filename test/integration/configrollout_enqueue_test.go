@@ -53,13 +53,14 @@ func TestConfigRolloutWorkloadEventReconcilesOnlyItsRollouts(t *testing.T) {
 		}
 		rolledTo(t, ns, fmt.Sprintf("r-%d", i), d.Name)
 	}
-	// The first edit settles whatever the fleet's creation left queued.
-	drift(0)
+	// Whatever the fleet's creation left queued (the initial lists of the
+	// ConfigMap watches rank below edits) runs before the edits are counted.
+	testenv.WaitIdle(t, wait)
 	mark := env.Requests.Len()
 	drift(3)
-	// The queue is served in order: once this later edit is repaired, every
-	// reconcile the first one caused has run.
 	drift(7)
+	// Once the queues are empty, every reconcile the edits caused has run.
+	testenv.WaitIdle(t, wait)
 
 	reads := map[string]int{}
 	for _, r := range env.Requests.Since(mark) {
