@@ -29,6 +29,7 @@ TARGETS="
 ./internal/function/                        FuzzDuration
 ./internal/function/                        FuzzNames
 ./internal/apimetrics/                      FuzzClassify
+./internal/controller/managedkind/          FuzzJittered
 "
 
 failed=0

@@ -48,6 +48,7 @@ import (
 type options struct {
 	debug                    bool
 	poll                     time.Duration
+	pollJitter               int
 	sync                     time.Duration
 	maxReconcileRate         int
 	leaderElection           bool
@@ -69,6 +70,7 @@ func parse(args []string) (options, error) {
 	fs := flag.NewFlagSet("provider", flag.ContinueOnError)
 	fs.BoolVar(&o.debug, "debug", false, "Log at debug level.")
 	fs.DurationVar(&o.poll, "poll", 10*time.Minute, "Safety-net interval at which each managed resource is checked for drift; kinds react to watch events at once.")
+	fs.IntVar(&o.pollJitter, "poll-jitter-percentage", 10, "Spread of the safety-net polls: each is --poll plus or minus up to this percent of it (0-100), so that resources created or restarted together do not poll together.")
 	fs.DurationVar(&o.sync, "sync", time.Hour, "Interval at which the informer caches are resynced.")
 	// The kinds act on the Kubernetes API, whose priority and fairness protects
 	// it, not on a cloud API with quotas: 10, the usual Crossplane default,
@@ -98,6 +100,9 @@ func parse(args []string) (options, error) {
 	}
 	if o.poll <= 0 || o.sync <= 0 || o.maxReconcileRate <= 0 {
 		return o, errors.New("--poll, --sync and --max-reconcile-rate must be positive")
+	}
+	if o.pollJitter < 0 || o.pollJitter > 100 {
+		return o, errors.New("--poll-jitter-percentage must be between 0 and 100")
 	}
 	// client-go refuses these only once the election starts; say so at once.
 	if o.retryPeriod <= 0 || o.renewDeadline <= time.Duration(leaderelection.JitterFactor*float64(o.retryPeriod)) || o.leaseDuration <= o.renewDeadline {
@@ -230,15 +235,16 @@ func run(o options) error {
 	limited := ratelimiter.LimitRESTConfig(cfg, o.maxReconcileRate)
 	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), cfg, mgr.GetScheme(),
 		target.WithProviderNamespace(o.namespace), target.WithClientRate(limited.QPS, limited.Burst))
+	mo := managedkind.Options{Options: co, PollJitter: float64(o.pollJitter) / 100}
 	if o.safeStart {
-		co.Gate = new(gate.Gate[schema.GroupVersionKind])
-		if err := customresourcesgate.Setup(mgr, co); err != nil {
+		mo.Gate = new(gate.Gate[schema.GroupVersionKind])
+		if err := customresourcesgate.Setup(mgr, mo.Options); err != nil {
 			return errors.Wrap(err, "cannot set up safe-start gate")
 		}
-		if err := clusterops.SetupGated(mgr, co, r); err != nil {
+		if err := clusterops.SetupGated(mgr, mo, r); err != nil {
 			return err
 		}
-	} else if err := clusterops.Setup(mgr, co, r); err != nil {
+	} else if err := clusterops.Setup(mgr, mo, r); err != nil {
 		return err
 	}
 	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "cannot run controller manager")

@@ -9,7 +9,7 @@ import (
 
 func TestParse(t *testing.T) {
 	defaults := options{
-		poll: 10 * time.Minute, sync: time.Hour, maxReconcileRate: 100, enableManagementPolicies: true,
+		poll: 10 * time.Minute, pollJitter: 10, sync: time.Hour, maxReconcileRate: 100, enableManagementPolicies: true,
 		safeStart: true, namespace: "crossplane-system", metricsAddr: ":8080", healthAddr: ":8081", pprofAddr: "0",
 		leaseDuration: time.Minute, renewDeadline: 50 * time.Second, retryPeriod: 2 * time.Second,
 		changeLogsSocketPath: "/var/run/changelogs/changelogs.sock",
@@ -29,11 +29,11 @@ func TestParse(t *testing.T) {
 		},
 		"AllFlags": {
 			reason: "Every flag is read.",
-			args: []string{"--debug", "--poll=30s", "--sync=2h", "--max-reconcile-rate=50", "--leader-election",
+			args: []string{"--debug", "--poll=30s", "--poll-jitter-percentage=25", "--sync=2h", "--max-reconcile-rate=50", "--leader-election",
 				"--enable-management-policies=false", "--safe-start=false", "--namespace=ops", "--metrics-bind-address=:9090", "--health-probe-bind-address=0", "--pprof-bind-address=127.0.0.1:6060",
 				"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s",
 				"--enable-changelogs", "--changelogs-socket-path=/run/cl.sock"},
-			want: want{o: options{debug: true, poll: 30 * time.Second, sync: 2 * time.Hour, maxReconcileRate: 50, leaderElection: true,
+			want: want{o: options{debug: true, poll: 30 * time.Second, pollJitter: 25, sync: 2 * time.Hour, maxReconcileRate: 50, leaderElection: true,
 				namespace: "ops", metricsAddr: ":9090", healthAddr: "0", pprofAddr: "127.0.0.1:6060",
 				leaseDuration: 8 * time.Second, renewDeadline: 6 * time.Second, retryPeriod: time.Second,
 				enableChangeLogs: true, changeLogsSocketPath: "/run/cl.sock"}},
@@ -64,6 +64,16 @@ func TestParse(t *testing.T) {
 			reason: "A zero poll interval would poll in a hot loop: refused.",
 			args:   []string{"--poll=0s"},
 			want:   want{o: func() options { o := defaults; o.poll = 0; return o }(), err: "--poll, --sync and --max-reconcile-rate must be positive"},
+		},
+		"JitterAboveHundred": {
+			reason: "A spread above 100% would make polls due in the past: refused.",
+			args:   []string{"--poll-jitter-percentage=101"},
+			want:   want{o: func() options { o := defaults; o.pollJitter = 101; return o }(), err: "--poll-jitter-percentage must be between 0 and 100"},
+		},
+		"NegativeJitter": {
+			reason: "A negative spread means nothing: refused.",
+			args:   []string{"--poll-jitter-percentage=-1"},
+			want:   want{o: func() options { o := defaults; o.pollJitter = -1; return o }(), err: "--poll-jitter-percentage must be between 0 and 100"},
 		},
 		"UnknownFlag": {
 			reason: "An unknown flag is an error, not ignored.",

@@ -6,7 +6,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
@@ -19,11 +18,12 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
 	"github.com/clusterops/provider-clusterops/internal/controller/copyrule"
 	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
+	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
 // Setup adds the controllers of every kind to mgr at once.
-func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	for _, k := range kinds(r) {
 		if err := k.setup(mgr, o); err != nil {
 			return err
@@ -35,7 +35,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 // SetupGated adds each kind's controller once its CRDs are installed
 // (Crossplane's safe-start), so that a package whose CRDs are not yet
 // established does not crash the provider.
-func SetupGated(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+func SetupGated(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	if o.Gate == nil {
 		return errors.New("safe-start needs a gate")
 	}
@@ -51,34 +51,34 @@ func SetupGated(mgr ctrl.Manager, o controller.Options, r *target.Resolver) erro
 
 type kind struct {
 	gvks  []schema.GroupVersionKind
-	setup func(ctrl.Manager, controller.Options) error
+	setup func(ctrl.Manager, managedkind.Options) error
 }
 
 func kinds(r *target.Resolver) []kind {
 	return []kind{
 		{
 			gvks:  []schema.GroupVersionKind{v1alpha1.ProviderConfigGroupVersionKind, v1alpha1.ClusterProviderConfigGroupVersionKind, v1alpha1.ProviderConfigUsageGroupVersionKind},
-			setup: config.Setup,
+			setup: func(m ctrl.Manager, o managedkind.Options) error { return config.Setup(m, o.Options) },
 		},
 		{
 			gvks:  []schema.GroupVersionKind{workloadv1alpha1.ImmortalContainerGroupVersionKind},
-			setup: func(m ctrl.Manager, o controller.Options) error { return immortalcontainer.Setup(m, o, r) },
+			setup: func(m ctrl.Manager, o managedkind.Options) error { return immortalcontainer.Setup(m, o, r) },
 		},
 		{
 			gvks:  []schema.GroupVersionKind{workloadv1alpha1.AppBundleGroupVersionKind},
-			setup: func(m ctrl.Manager, o controller.Options) error { return appbundle.Setup(m, o, r) },
+			setup: func(m ctrl.Manager, o managedkind.Options) error { return appbundle.Setup(m, o, r) },
 		},
 		{
 			gvks:  []schema.GroupVersionKind{workloadv1alpha1.ConfigRolloutGroupVersionKind},
-			setup: func(m ctrl.Manager, o controller.Options) error { return configrollout.Setup(m, o, r) },
+			setup: func(m ctrl.Manager, o managedkind.Options) error { return configrollout.Setup(m, o, r) },
 		},
 		{
 			gvks:  []schema.GroupVersionKind{copyv1alpha1.CopyRuleGroupVersionKind},
-			setup: func(m ctrl.Manager, o controller.Options) error { return copyrule.Setup(m, o, r) },
+			setup: func(m ctrl.Manager, o managedkind.Options) error { return copyrule.Setup(m, o, r) },
 		},
 		{
 			gvks:  []schema.GroupVersionKind{chaosv1alpha1.ChaosAgentGroupVersionKind},
-			setup: func(m ctrl.Manager, o controller.Options) error { return chaosagent.Setup(m, o, r) },
+			setup: func(m ctrl.Manager, o managedkind.Options) error { return chaosagent.Setup(m, o, r) },
 		},
 	}
 }

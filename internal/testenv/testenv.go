@@ -286,7 +286,7 @@ func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate in
 	logged.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.Requests, next: rt} })
 	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), logged, e.Scheme,
 		target.WithProviderNamespace(ProviderNamespace), target.WithClientRate(limited.QPS, limited.Burst))
-	if err := clusterops.Setup(mgr, o, r); err != nil {
+	if err := clusterops.Setup(mgr, managedkind.Options{Options: o}, r); err != nil {
 		return nil, errors.Wrap(err, "cannot set up controllers")
 	}
 	go func() {

@@ -20,7 +20,6 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -40,7 +39,7 @@ const TypeStorageSynced xpv2.ConditionType = "StorageSynced"
 const reasonChangeRefused event.Reason = "StorageChangeRefused"
 
 // Setup adds the AppBundle controller to mgr.
-func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.AppBundle]{
 		GroupKind: v1alpha1.AppBundleGroupKind,
 		Kind:      resource.ManagedKind(v1alpha1.AppBundleGroupVersionKind),

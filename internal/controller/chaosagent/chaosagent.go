@@ -21,7 +21,6 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -40,7 +39,7 @@ const (
 
 // Setup adds the ChaosAgent controller to mgr. Agents watch nothing: each is
 // re-polled when its next round is due.
-func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	mem := newMemory()
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ChaosAgent]{
 		GroupKind: v1alpha1.ChaosAgentGroupKind,
@@ -50,7 +49,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ChaosAgent) managed.TypedExternalClient[*v1alpha1.ChaosAgent] {
 			return &external{cluster: c, record: rec, now: time.Now, memory: mem, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
 		},
-		Options: []managed.ReconcilerOption{managed.WithPollIntervalHook(untilNextRound(time.Now))},
+		PollHook: untilNextRound(time.Now),
 	})
 }
 

@@ -20,7 +20,6 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -75,7 +74,7 @@ var workloadChanges = builder.WithPredicates(predicate.Or(predicate.GenerationCh
 }))
 
 // Setup adds the ConfigRollout controller to mgr.
-func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	ws := watchset.New(o.Logger.WithValues("controller", managed.ControllerName(v1alpha1.ConfigRolloutGroupKind)))
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ConfigRollout{}, indexWorkloads, indexValues); err != nil {
 		return errors.Wrap(err, "cannot index ConfigRollouts by workload")
@@ -125,7 +124,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 				Watches(&appsv1.StatefulSet{}, workloadHandler(KindStatefulSet, c, own), builder.OnlyMetadata, workloadChanges).
 				Watches(&appsv1.DaemonSet{}, workloadHandler(KindDaemonSet, c, own), builder.OnlyMetadata, workloadChanges)
 		},
-		Options: []managed.ReconcilerOption{managed.WithPollIntervalHook(untilDebounced(time.Now))},
+		PollHook: untilDebounced(time.Now),
 	})
 }
 

@@ -18,7 +18,6 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -37,7 +36,7 @@ const (
 )
 
 // Setup adds the CopyRule controller to mgr.
-func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	ws := watchset.New(o.Logger.WithValues("controller", managed.ControllerName(v1alpha1.CopyRuleGroupKind)))
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.CopyRule]{
 		GroupKind: v1alpha1.CopyRuleGroupKind,

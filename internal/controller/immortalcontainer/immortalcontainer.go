@@ -16,7 +16,6 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
@@ -32,7 +31,7 @@ import (
 const reasonStarted event.Reason = "StartedPod"
 
 // Setup adds the ImmortalContainer controller to mgr.
-func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
+func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ImmortalContainer]{
 		GroupKind: v1alpha1.ImmortalContainerGroupKind,
 		Kind:      resource.ManagedKind(v1alpha1.ImmortalContainerGroupVersionKind),
@@ -46,7 +45,7 @@ func Setup(mgr ctrl.Manager, o controller.Options, r *target.Resolver) error {
 			return b.Watches(&corev1.Pod{}, managedkind.EnqueueOwner(LabelOwner))
 		},
 		// A backed-off restart happens when it is due, not at the next poll.
-		Options: []managed.ReconcilerOption{managed.WithPollIntervalHook(untilRestart(time.Now))},
+		PollHook: untilRestart(time.Now),
 	})
 }
 

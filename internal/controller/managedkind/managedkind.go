@@ -4,6 +4,7 @@ package managedkind
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -47,12 +48,42 @@ type Kind[T resource.ModernManaged] struct {
 	// ask for while they reconcile; its events enqueue them, and a managed
 	// resource's watches stop once it is gone.
 	WatchSet *watchset.Set
+	// PollHook, when set, brings a managed resource's next reconcile forward
+	// from the poll interval (a backoff or a round that ends sooner). What it
+	// leaves at the poll interval is jittered (Options.PollJitter).
+	PollHook managed.PollIntervalHook
 	// Options are added after the shared reconciler options.
 	Options []managed.ReconcilerOption
 }
 
+// Options are crossplane-runtime's controller options and what this
+// provider's kinds add to them.
+type Options struct {
+	controller.Options
+	// PollJitter spreads the safety-net polls: each is the poll interval plus
+	// or minus up to this fraction of it (0.1 is ±10%), so that resources
+	// created or restarted together do not all poll at once.
+	PollJitter float64
+}
+
+// Jittered returns the poll interval hook of a kind: hook's interval, which
+// when it is the poll interval itself becomes a random one within ±jitter of
+// it. Intervals hook brings forward are due times and are kept.
+func Jittered(hook managed.PollIntervalHook, jitter float64, random func() float64) managed.PollIntervalHook {
+	return func(mg resource.Managed, poll time.Duration) time.Duration {
+		d := poll
+		if hook != nil {
+			d = hook(mg, poll)
+		}
+		if d != poll || jitter <= 0 {
+			return d
+		}
+		return poll + time.Duration((random()*2-1)*min(jitter, 1)*float64(poll))
+	}
+}
+
 // Setup adds the controller of kind k to mgr.
-func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *target.Resolver, k Kind[T]) error {
+func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Resolver, k Kind[T]) error {
 	name := managed.ControllerName(k.GroupKind)
 	rec := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
 	opts := []managed.ReconcilerOption{
@@ -60,6 +91,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o controller.Options, r *
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(rec),
 		managed.WithPollInterval(o.PollInterval),
+		managed.WithPollIntervalHook(Jittered(k.PollHook, o.PollJitter, rand.Float64)),
 		// Observe reads the API server directly, which is consistent: an object
 		// missing right after Create really is missing, so there is no reason to
 		// wait out the grace period meant for eventually consistent cloud APIs.

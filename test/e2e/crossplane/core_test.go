@@ -45,7 +45,10 @@ func (x *core) init(ctx context.Context) error {
 	}
 	args := []string{"core", "init", "--enable-webhooks=false", "--cr-ds-path=" + x.crds,
 		"--tlsca-secret-name=" + rootCASecret, "--tls-client-secret-name=" + clientTLSSecret,
-		"--tls-server-secret-name=crossplane-tls-server", "--activation=*"}
+		// No --activation: the provider's kinds stay inactive until a
+		// ManagedResourceActivationPolicy names them, as in a cluster whose
+		// operators choose what to offer.
+		"--tls-server-secret-name=crossplane-tls-server"}
 	var err error
 	for range 5 {
 		if err = runEnv(x.dir, []string{"KUBECONFIG=" + x.kubeconfig}, x.bin, args...); err == nil {

@@ -7,14 +7,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -29,7 +27,6 @@ import (
 
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
-	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
 var (
@@ -57,13 +54,15 @@ const (
 // TestCrossplane walks the path a platform team takes, in order: install the configuration
 // package (and with it the provider and the function), use the provider's managed resources and
 // the platform APIs composed from them, upgrade the provider, and run it under core's Deployment
-// runtime. Each step builds on the one before.
+// runtime. Core runs without --activation: the provider's kinds come on only as activation
+// policies name them. Each step builds on the one before.
 func TestCrossplane(t *testing.T) {
 	steps := []struct {
 		name string
 		fn   func(t *testing.T)
 	}{
 		{"InstallConfiguration", testInstall},
+		{"Activation", testActivation},
 		{"ManagedResourceThroughInstalledProvider", testManagedResource},
 		{"PlatformAPIs", testPlatformAPIs},
 		{"Tenants", testTenants},
@@ -123,26 +122,6 @@ func testInstall(t *testing.T) {
 		checkPulledIndex(t, want)
 	}
 
-	// Every CRD of the package comes under the active revision's control. CRDs that already
-	// existed (the plain e2e tier applies them) are taken over, which may finish a moment after
-	// the provider reports Healthy.
-	rev := activeRevision(t)
-	files, _ := filepath.Glob(filepath.Join(s.root, "package", "crds", "*.yaml"))
-	for _, f := range files {
-		objs, err := testenv.ReadObjects(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := objs[0].GetName()
-		eventually(t, "CRD "+name+" controlled by ProviderRevision "+rev.GetName(), func(ctx context.Context) (bool, string, error) {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := s.c.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
-				return false, "", err
-			}
-			ref := metav1.GetControllerOf(crd)
-			return ref != nil && ref.Name == rev.GetName(), fmt.Sprintf("controlled by %v", ref), nil
-		})
-	}
 	apply(t, "examples/providerconfig/clusterproviderconfig.yaml", nil)
 }
 
@@ -432,6 +411,7 @@ func uninstall(ctx context.Context) {
 	}{
 		{configurationGVK, configurationName}, {providerGVK, providerName}, {functionGVK, functionName},
 		{imageConfigGVK, "provider-clusterops-runtime"}, {imageConfigGVK, mirrorImageConfig},
+		{mrapGVK, "clusterops-platform"}, {mrapGVK, "provider-clusterops"},
 	} {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(p.gvk)

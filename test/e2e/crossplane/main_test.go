@@ -102,6 +102,11 @@ func setUp(ctx context.Context) (*suite, error) {
 	if err != nil {
 		return x, err
 	}
+	// The plain e2e tier (test/e2e) installs the provider's CRDs itself; Crossplane must start
+	// from a cluster without them, as a user's would be, or activation would have nothing to do.
+	if err := removeManagedResourceCRDs(ctx, x.c, x.root); err != nil {
+		return x, err
+	}
 	x.core = &core{bin: filepath.Join(dir, "crossplane"), crds: filepath.Join(dir, "crds"), dir: work, logs: x.logs, kubeconfig: x.kubeconfig, c: x.c}
 	if err := x.core.init(ctx); err != nil {
 		return x, err
@@ -122,7 +127,7 @@ func setUp(ctx context.Context) (*suite, error) {
 		}
 	}
 	x.runtime = &externalRuntime{c: x.c, logs: x.logs, kubeconfig: x.kubeconfig, certs: certs, byImage: byImage,
-		procs: map[string]*revisionProcess{}, external: map[string]bool{"ProviderRevision": true, "FunctionRevision": true}}
+		procs: map[string]*revisionProcess{}, activated: map[string]bool{}, external: map[string]bool{"ProviderRevision": true, "FunctionRevision": true}}
 	x.runtime.run(ctx)
 	logf("crossplane core and the external runtime up after %s", time.Since(began).Round(time.Second))
 	return x, nil

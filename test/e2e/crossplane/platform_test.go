@@ -232,6 +232,20 @@ func testWebApps(t *testing.T) {
 		waitTrue(t, configRolloutGVK, ns, "hello-config", "Ready", "Synced")
 		waitObjects(t, true, ns, map[string]schema.GroupVersionKind{"hello": deploymentGVK, "hello-config": configMapGVK})
 	}
+	// What a user sees debugging them: the claim → its composite → the managed resources, Ready.
+	checkTrace(t, "webapp.platform.clusterops.io/hello", "tenant-alpha", []string{
+		"WebApp/hello Ready=True Synced=True",
+		"WebApp/hello > XWebApp/* Ready=True Synced=True",
+		"WebApp/hello > XWebApp/* > AppBundle/hello Ready=True Synced=True",
+		"WebApp/hello > XWebApp/* > ConfigRollout/hello-config Ready=True Synced=True",
+		"WebApp/hello > XWebApp/* > ConfigMap/hello-config",
+	})
+	checkTrace(t, "webapp.namespaced.platform.clusterops.io/hello", "tenant-beta", []string{
+		"WebApp/hello Ready=True Synced=True",
+		"WebApp/hello > AppBundle/hello Ready=True Synced=True",
+		"WebApp/hello > ConfigRollout/hello-config Ready=True Synced=True",
+		"WebApp/hello > ConfigMap/hello-config",
+	})
 	// The real objects behind the claim: pods running on kwok's node, the data claim bound.
 	eventually(t, "the WebApp's pods running and its data claim bound", func(ctx context.Context) (bool, string, error) {
 		pods := &corev1.PodList{}

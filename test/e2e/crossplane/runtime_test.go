@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,15 +31,17 @@ type externalRuntime struct {
 	mu                      sync.Mutex
 	procs                   map[string]*revisionProcess // By revision name.
 	external                map[string]bool             // Revision kinds the suite is the runtime of; core's Deployment runtime has the others.
+	activated               map[string]bool             // Provider revisions whose runtime has run: as core's, a one-way latch.
 	stopped                 chan struct{}
 	cancel                  context.CancelFunc
 }
 
 type revisionProcess struct {
-	kind   string // ProviderRevision or FunctionRevision.
-	proc   *process
-	port   int    // The function's gRPC port or the provider's health port.
-	health string // A URL answering 200 when ready; empty for functions (a TCP dial).
+	kind    string // ProviderRevision or FunctionRevision.
+	proc    *process
+	port    int    // The function's gRPC port or the provider's health port.
+	metrics int    // The provider's metrics port.
+	health  string // A URL answering 200 when ready; empty for functions (a TCP dial).
 }
 
 var revisionKinds = []string{"ProviderRevision", "FunctionRevision"}
@@ -78,6 +81,17 @@ func (r *externalRuntime) stop() {
 	}
 }
 
+// provider returns the process the runtime runs for a provider revision, if it runs one.
+func (r *externalRuntime) provider(revision string) (*revisionProcess, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p, ok := r.procs[revision]
+	if !ok || !p.proc.running() {
+		return nil, false
+	}
+	return p, true
+}
+
 // setExternal says whether the suite is the runtime of revisions of the kind, or core's
 // Deployment runtime is (then the suite's processes keep running, but core reports the status).
 func (r *externalRuntime) setExternal(kind string, v bool) {
@@ -112,6 +126,23 @@ func (r *externalRuntime) reconcile(ctx context.Context, kind string) error {
 		pk, known := r.byImage[image]
 		if !known || state != string(pkgv1.PackageRevisionActive) {
 			continue
+		}
+		if kind == "ProviderRevision" && !r.activated[rev.GetName()] {
+			// Core creates a provider's runtime once the revision is healthy (its
+			// objects, the ManagedResourceDefinitions among them, established),
+			// scaled to zero while it awaits activation.
+			healthy, _ := condition(rev, string(pkgv1.TypeRevisionHealthy))
+			awaiting, err := r.awaitingActivation(ctx, rev)
+			if err != nil {
+				return err
+			}
+			if healthy != "True" || awaiting {
+				if err := r.reportScaledToZero(ctx, rev, awaiting); err != nil {
+					return err
+				}
+				continue
+			}
+			r.activated[rev.GetName()] = true
 		}
 		p, err := r.ensure(rev.GetName(), kind, pk)
 		if err != nil {
@@ -151,6 +182,7 @@ func (r *externalRuntime) ensure(name, kind string, pk pkg) (*revisionProcess, e
 			return nil, err
 		}
 		p.health = fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
+		p.metrics = metrics
 		args = []string{"--namespace=" + crossplaneNamespace, "--debug",
 			"--metrics-bind-address=127.0.0.1:" + strconv.Itoa(metrics),
 			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(port)}
@@ -185,6 +217,70 @@ func (r *externalRuntime) report(ctx context.Context, rev *unstructured.Unstruct
 	}
 	if setCondition(rev, string(pkgv1.TypeRuntimeHealthy), string(status), string(pkgv1.ReasonHealthy)) {
 		changed = true
+	}
+	if kind == "ProviderRevision" && setCondition(rev, string(pkgv1.TypeRuntimeActive), string(metav1.ConditionTrue), string(pkgv1.ReasonActiveRuntime)) {
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return client.IgnoreNotFound(r.c.Status().Update(ctx, rev))
+}
+
+// awaitingActivation reports whether a provider revision's runtime stays scaled to zero, as core's
+// Deployment runtime decides it since v2.4: the package has the safe-start capability, none of the
+// ManagedResourceDefinitions the revision owns is active, and its runtime has never run.
+func (r *externalRuntime) awaitingActivation(ctx context.Context, rev *unstructured.Unstructured) (bool, error) {
+	if r.activated[rev.GetName()] || !safeStart(rev) {
+		return false, nil
+	}
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(mrdGVK.GroupVersion().WithKind(mrdGVK.Kind + "List"))
+	if err := r.c.List(ctx, l); err != nil {
+		return false, err
+	}
+	owned := false
+	for i := range l.Items {
+		mrd := &l.Items[i]
+		if ref := metav1.GetControllerOf(mrd); ref == nil || ref.UID != rev.GetUID() {
+			continue
+		}
+		owned = true
+		if st, _, _ := unstructured.NestedString(mrd.Object, "spec", "state"); st == "Active" {
+			return false, nil
+		}
+	}
+	return owned, nil
+}
+
+// safeStart reports whether a revision's package declares the safe-start capability; core
+// matches capabilities loosely (case and dashes aside).
+func safeStart(rev *unstructured.Unstructured) bool {
+	caps, _, _ := unstructured.NestedStringSlice(rev.Object, "status", "capabilities")
+	for _, c := range caps {
+		if strings.EqualFold(strings.ReplaceAll(c, "-", ""), "safestart") {
+			return true
+		}
+	}
+	return false
+}
+
+// reportScaledToZero reports a provider revision whose runtime does not run: its server TLS
+// Secret, and, when it awaits activation, what core says of a runtime scaled to zero: healthy,
+// awaiting activation.
+func (r *externalRuntime) reportScaledToZero(ctx context.Context, rev *unstructured.Unstructured, awaiting bool) error {
+	if !r.external["ProviderRevision"] {
+		return nil
+	}
+	changed := false
+	if cur, _, _ := unstructured.NestedString(rev.Object, "status", "tlsServerSecretName"); cur != serverTLSSecret {
+		_ = unstructured.SetNestedField(rev.Object, serverTLSSecret, "status", "tlsServerSecretName")
+		changed = true
+	}
+	if awaiting {
+		a := setCondition(rev, string(pkgv1.TypeRuntimeHealthy), string(metav1.ConditionTrue), string(pkgv1.ReasonHealthy))
+		b := setCondition(rev, string(pkgv1.TypeRuntimeActive), string(metav1.ConditionFalse), string(pkgv1.ReasonAwaitingActivation))
+		changed = changed || a || b
 	}
 	if !changed {
 		return nil
