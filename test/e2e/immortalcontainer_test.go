@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -47,14 +49,16 @@ func TestImmortalContainerOnLocalControlPlane(t *testing.T) {
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, pod); err != nil {
 		t.Fatal(err)
 	}
+	starts(t, env, ic, pod, 1)
 	if err := env.Client.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
+	next := &corev1.Pod{}
 	testenv.Eventually(t, time.Minute, "a new pod to run", func(ctx context.Context) (bool, error) {
-		p := &corev1.Pod{}
-		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, p)
-		return p.UID != pod.UID && p.Status.Phase == corev1.PodRunning, err
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, next)
+		return next.UID != pod.UID && next.Status.Phase == corev1.PodRunning, err
 	})
+	starts(t, env, ic, next, 2)
 	ready("the ImmortalContainer to be Ready again")
 	if ic.Status.AtProvider.Restarts != 1 {
 		t.Errorf("restarts = %d, want 1", ic.Status.AtProvider.Restarts)
@@ -68,6 +72,21 @@ func TestImmortalContainerOnLocalControlPlane(t *testing.T) {
 		errPod := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, &corev1.Pod{})
 		return kerrors.IsNotFound(errIC) && kerrors.IsNotFound(errPod), nil
 	})
+}
+
+// starts waits for ic's status to count n starts, the newest of them pod, with
+// one creation timestamp per start (n is below the bound of 10), newest last.
+func starts(t *testing.T, env *testenv.Env, ic *workloadv1alpha1.ImmortalContainer, pod *corev1.Pod, n int64) {
+	t.Helper()
+	testenv.Eventually(t, time.Minute, fmt.Sprintf("status.atProvider to count %d starts, the last pod %s", n, pod.UID), func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(ic), ic)
+		o := ic.Status.AtProvider
+		return o.PodUID == string(pod.UID) && o.StartTimes == n, err
+	})
+	o := ic.Status.AtProvider
+	if len(o.StartTimestamps) != int(n) || !o.StartTimestamps[n-1].Equal(&pod.CreationTimestamp) {
+		t.Errorf("startTimestamps = %v, want %d of them, the last %s", o.StartTimestamps, n, pod.CreationTimestamp)
+	}
 }
 
 var (

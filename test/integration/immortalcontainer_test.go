@@ -2,17 +2,23 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
@@ -37,6 +43,24 @@ func podAfter(t *testing.T, ns, name string, previous types.UID) *corev1.Pod {
 	return pod
 }
 
+// starts waits for the ImmortalContainer's status to count n starts, the
+// newest of them pod, with one timestamp per start (n is below the bound of
+// 10), newest last; it returns the ImmortalContainer as it then is.
+func starts(t *testing.T, ns, name string, pod *corev1.Pod, n int64) *workloadv1alpha1.ImmortalContainer {
+	t.Helper()
+	ic := &workloadv1alpha1.ImmortalContainer{}
+	testenv.Eventually(t, wait, fmt.Sprintf("status.atProvider to count %d starts, the last pod %s", n, pod.UID), func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, ic)
+		o := ic.Status.AtProvider
+		return o.CurrentPod == name+"-immortalpod" && o.PodUID == string(pod.UID) && o.StartTimes == n, err
+	})
+	o := ic.Status.AtProvider
+	if len(o.StartTimestamps) != int(n) || !o.StartTimestamps[n-1].Equal(&pod.CreationTimestamp) {
+		t.Errorf("startTimestamps = %v, want %d of them, the last %s", o.StartTimestamps, n, pod.CreationTimestamp)
+	}
+	return ic
+}
+
 func TestImmortalContainerRecreatesItsPod(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t, "immortal", nil)
@@ -51,27 +75,25 @@ func TestImmortalContainerRecreatesItsPod(t *testing.T) {
 	if len(pod.OwnerReferences) != 1 || pod.OwnerReferences[0].Name != "web" {
 		t.Errorf("pod owner references = %v, want the ImmortalContainer", pod.OwnerReferences)
 	}
-	testenv.Eventually(t, wait, "status.atProvider to name the pod", func(ctx context.Context) (bool, error) {
-		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, ic)
-		return ic.Status.AtProvider.CurrentPod == "web-immortalpod" && len(ic.Status.AtProvider.StartTimes) == 1, err
-	})
+	starts(t, ns, "web", pod, 1)
 
 	// Deleted: recreated on the watch event (the poll interval is an hour).
 	if err := env.Client.Delete(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
 	pod = podAfter(t, ns, "web", pod.UID)
+	starts(t, ns, "web", pod, 2)
 
 	// Ended: replaced.
 	pod.Status.Phase = corev1.PodFailed
 	if err := env.Client.Status().Update(ctx, pod); err != nil {
 		t.Fatal(err)
 	}
-	podAfter(t, ns, "web", pod.UID)
-	testenv.Eventually(t, wait, "two restarts to be counted", func(ctx context.Context) (bool, error) {
-		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, ic)
-		return ic.Status.AtProvider.Restarts == 2 && len(ic.Status.AtProvider.StartTimes) == 3, err
-	})
+	pod = podAfter(t, ns, "web", pod.UID)
+	ic = starts(t, ns, "web", pod, 3)
+	if ic.Status.AtProvider.Restarts != 2 {
+		t.Errorf("restarts = %d, want 2", ic.Status.AtProvider.Restarts)
+	}
 
 	// A new image replaces the pod.
 	env.Update(t, ic, func() { ic.Spec.ForProvider.Image = "nginx:1.28" })
@@ -177,4 +199,147 @@ func TestImmortalContainerBacksOffCrashLoops(t *testing.T) {
 		}
 		return n >= 3, err
 	})
+}
+
+// TestImmortalContainerReadsLegacyStatus hands the provider an
+// ImmortalContainer as earlier releases left it, with the list of start times
+// in status.atProvider.startTimes, where startTimes is now a count: the
+// provider reads it, counts restarts + 1 starts, keeps the list as
+// startTimestamps, writes the new shape and goes on counting. To store the old
+// shape, the test serves the CRD with the earlier schema for a moment.
+func TestImmortalContainerReadsLegacyStatus(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, "legacy", nil)
+	ic := immortal(ns, "old")
+	if err := env.Client.Create(ctx, ic); err != nil {
+		t.Fatal(err)
+	}
+	pod := podAfter(t, ns, "old", "")
+	starts(t, ns, "old", pod, 1)
+	// Paused, the provider leaves the status as the test writes it.
+	env.Update(t, ic, func() { meta.AddAnnotations(ic, map[string]string{meta.AnnotationKeyReconciliationPaused: "true"}) })
+	testenv.Eventually(t, wait, "the ImmortalContainer to be paused", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "old"}, ic)
+		return ic.GetCondition(xpv2.TypeSynced).Reason == xpv2.ReasonReconcilePaused, err
+	})
+
+	// An earlier release's status: two restarts, the pod the third start.
+	legacy := []any{
+		pod.CreationTimestamp.Add(-2 * time.Hour).UTC().Format(time.RFC3339),
+		pod.CreationTimestamp.Add(-time.Hour).UTC().Format(time.RFC3339),
+		pod.CreationTimestamp.UTC().Format(time.RFC3339),
+	}
+	old := map[string]any{"currentPod": "old-immortalpod", "podUID": string(pod.UID), "startTimes": legacy, "restarts": int64(2)}
+	restore := startTimesSchema(t, apiextensionsv1.JSONSchemaProps{Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{
+		Schema: &apiextensionsv1.JSONSchemaProps{Type: "string", Format: "date-time"},
+	}}, types.NamespacedName{Namespace: ns, Name: "old"})
+	testenv.Eventually(t, wait, "the earlier status to be stored", func(ctx context.Context) (bool, error) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(workloadv1alpha1.ImmortalContainerGroupVersionKind)
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "old"}, u); err != nil {
+			return false, err
+		}
+		if err := unstructured.SetNestedField(u.Object, old, "status", "atProvider"); err != nil {
+			return false, err
+		}
+		// Until the earlier schema is served, the list is refused.
+		return true, env.Client.Status().Update(ctx, u)
+	})
+	restore()
+
+	// The stored status is still the list, which the typed client reads.
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(workloadv1alpha1.ImmortalContainerGroupVersionKind)
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "old"}, u); err != nil {
+		t.Fatal(err)
+	}
+	if l, ok, _ := unstructured.NestedSlice(u.Object, "status", "atProvider", "startTimes"); !ok || len(l) != 3 {
+		t.Fatalf("stored status.atProvider = %v, want the earlier list of start times", u.Object["status"])
+	}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "old"}, ic); err != nil {
+		t.Fatalf("cannot read the earlier status: %v", err)
+	}
+	if o := ic.Status.AtProvider; o.StartTimes != 3 || len(o.StartTimestamps) != 3 {
+		t.Errorf("read status.atProvider = %+v, want 3 starts and their 3 timestamps", o)
+	}
+
+	// Resumed (an update of the object whose stored status has the earlier
+	// shape), the provider writes the new shape: the same pod, 3 starts.
+	env.Update(t, ic, func() { meta.RemoveAnnotations(ic, meta.AnnotationKeyReconciliationPaused) })
+	testenv.Eventually(t, wait, "the new shape to be written", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "old"}, u)
+		n, ok, _ := unstructured.NestedInt64(u.Object, "status", "atProvider", "startTimes")
+		ts, _, _ := unstructured.NestedSlice(u.Object, "status", "atProvider", "startTimestamps")
+		return ok && n == 3 && len(ts) == 3, err
+	})
+	// And goes on counting.
+	if err := env.Client.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	next := podAfter(t, ns, "old", pod.UID)
+	testenv.Eventually(t, wait, "the recreation to be counted from the earlier history", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "old"}, ic)
+		o := ic.Status.AtProvider
+		return o.PodUID == string(next.UID) && o.StartTimes == 4 && o.Restarts == 3 && len(o.StartTimestamps) == 4, err
+	})
+	if got, want := ic.Status.AtProvider.StartTimestamps[0].UTC().Format(time.RFC3339), legacy[0]; got != want {
+		t.Errorf("oldest start timestamp = %s, want the earliest of the earlier list, %s", got, want)
+	}
+}
+
+// startTimesSchema serves the ImmortalContainer CRD with schema for
+// status.atProvider.startTimes, and returns a function that serves the CRD of
+// package/crds again and waits until it is served, probing with the
+// ImmortalContainer probe; a cleanup calls it too.
+func startTimesSchema(t *testing.T, schema apiextensionsv1.JSONSchemaProps, probe types.NamespacedName) func() {
+	t.Helper()
+	ctx := context.Background()
+	name := types.NamespacedName{Name: "immortalcontainers." + workloadv1alpha1.Group}
+	set := func(s *apiextensionsv1.JSONSchemaProps) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := env.Client.Get(ctx, name, crd); err != nil {
+				return err
+			}
+			root := crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+			status := root.Properties["status"]
+			atProvider := status.Properties["atProvider"]
+			old := atProvider.Properties["startTimes"]
+			atProvider.Properties["startTimes"] = *s
+			status.Properties["atProvider"] = atProvider
+			root.Properties["status"] = status
+			if err := env.Client.Update(ctx, crd); err != nil {
+				return err
+			}
+			*s = old
+			return nil
+		})
+	}
+	if err := set(&schema); err != nil {
+		t.Fatal(err)
+	}
+	// schema now holds what package/crds has.
+	done := false
+	restore := func() {
+		if done {
+			return
+		}
+		done = true
+		if err := set(&schema); err != nil {
+			t.Fatal(err)
+		}
+		// Served again once a count in startTimes passes validation; the dry
+		// run changes nothing.
+		testenv.Eventually(t, wait, "the CRD of package/crds to be served again", func(ctx context.Context) (bool, error) {
+			u := &unstructured.Unstructured{}
+			u.SetGroupVersionKind(workloadv1alpha1.ImmortalContainerGroupVersionKind)
+			if err := env.Client.Get(ctx, probe, u); err != nil {
+				return false, err
+			}
+			_ = unstructured.SetNestedField(u.Object, int64(1), "status", "atProvider", "startTimes")
+			return true, env.Client.Status().Update(ctx, u, client.DryRunAll)
+		})
+	}
+	t.Cleanup(restore)
+	return restore
 }

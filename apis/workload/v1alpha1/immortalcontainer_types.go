@@ -1,8 +1,12 @@
 package v1alpha1
 
 import (
+	"bytes"
+	"encoding/json"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kjson "k8s.io/apimachinery/pkg/util/json"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 )
@@ -63,13 +67,19 @@ type ImmortalContainerObservation struct {
 	// +optional
 	PodUID string `json:"podUID,omitempty"`
 
-	// StartTimes are the times the pod was (re)created, newest last. Only the
-	// most recent 10 are kept.
+	// StartTimes is how many times the pod has been created: 1 once it first
+	// starts, 2 after it was recreated once, and so on. It is not capped.
 	// +optional
-	StartTimes []metav1.Time `json:"startTimes,omitempty"`
+	StartTimes int64 `json:"startTimes,omitempty"`
+
+	// StartTimestamps are the times the most recent pods were created, newest
+	// last. Only the most recent 10 are kept; startTimes counts them all.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	StartTimestamps []metav1.Time `json:"startTimestamps,omitempty"`
 
 	// Restarts counts how often the pod was recreated after it ended or was
-	// deleted.
+	// deleted: startTimes less the first start.
 	// +optional
 	Restarts int64 `json:"restarts,omitempty"`
 
@@ -91,6 +101,48 @@ type ImmortalContainerObservation struct {
 	// EndedPodUID is the UID of the last ended pod already accounted for.
 	// +optional
 	EndedPodUID string `json:"endedPodUID,omitempty"`
+}
+
+// UnmarshalJSON reads an observation, including one written before startTimes
+// became a count, when it was the list of start times that startTimestamps now
+// holds: the list moves to startTimestamps, and the count is restarts + 1,
+// since restarts counted every start after the first and was never capped.
+// The controller's next status write stores the new shape.
+func (o *ImmortalContainerObservation) UnmarshalJSON(b []byte) error {
+	// observation has the fields but not this method. The outer fields shadow
+	// its startTimes and startTimestamps, which are read below.
+	type observation ImmortalContainerObservation
+	v := struct {
+		*observation
+		StartTimes      json.RawMessage `json:"startTimes,omitempty"`
+		StartTimestamps json.RawMessage `json:"startTimestamps,omitempty"`
+	}{observation: (*observation)(o)}
+	if err := kjson.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if v.StartTimestamps != nil {
+		if err := kjson.Unmarshal(v.StartTimestamps, &o.StartTimestamps); err != nil {
+			return err
+		}
+	}
+	if raw := bytes.TrimSpace(v.StartTimes); len(raw) == 0 || raw[0] != '[' {
+		if raw == nil {
+			return nil
+		}
+		return kjson.Unmarshal(raw, &o.StartTimes)
+	}
+	var legacy []metav1.Time
+	if err := kjson.Unmarshal(v.StartTimes, &legacy); err != nil {
+		return err
+	}
+	o.StartTimes = 0
+	if len(legacy) > 0 {
+		o.StartTimes = o.Restarts + 1
+	}
+	if v.StartTimestamps == nil {
+		o.StartTimestamps = legacy
+	}
+	return nil
 }
 
 // Keys of an ImmortalContainer's connection details, which it writes to the
@@ -127,6 +179,7 @@ type ImmortalContainerStatus struct {
 // has one until it ends or is being deleted (empty otherwise).
 // +kubebuilder:printcolumn:name="IMAGE",type="string",JSONPath=".spec.forProvider.image"
 // +kubebuilder:printcolumn:name="POD",type="string",JSONPath=".status.atProvider.currentPod"
+// +kubebuilder:printcolumn:name="STARTS",type="integer",JSONPath=".status.atProvider.startTimes"
 // +kubebuilder:printcolumn:name="RESTARTS",type="integer",JSONPath=".status.atProvider.restarts"
 // +kubebuilder:printcolumn:name="LAST-EXIT",type="string",JSONPath=".status.atProvider.lastExitReason",priority=1
 // +kubebuilder:printcolumn:name="NEXT-RESTART",type="date",JSONPath=".status.atProvider.nextRestartTime",priority=1

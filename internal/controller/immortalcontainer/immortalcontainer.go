@@ -110,7 +110,9 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 		ic.Status.AtProvider.NextRestartTime = nil
 	}
 	// Status written in Create does not survive the reconciler's annotation
-	// update, so starts are recorded here, from the pods themselves.
+	// update, so starts are recorded here, from the pods themselves: once per
+	// pod UID, so neither a repeated observation nor a restarted provider,
+	// which reads the UID back from status, counts a pod twice.
 	if string(pod.GetUID()) != ic.Status.AtProvider.PodUID {
 		ic.Status.AtProvider.PodUID = string(pod.GetUID())
 		recordStart(&ic.Status.AtProvider, pod.GetCreationTimestamp())
@@ -183,7 +185,7 @@ func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 		return managed.ExternalCreation{}, errors.Wrapf(err, "cannot create pod %q", PodName(ic))
 	}
 	msg := fmt.Sprintf("Started pod %q", PodName(ic))
-	if r := ic.Status.AtProvider.LastExitReason; r != "" && len(ic.Status.AtProvider.StartTimes) > 0 {
+	if r := ic.Status.AtProvider.LastExitReason; r != "" && ic.Status.AtProvider.StartTimes > 0 {
 		msg += "; the previous one ended: " + r
 	}
 	e.record.Event(ic, event.Normal(reasonStarted, msg))

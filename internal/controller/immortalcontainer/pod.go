@@ -23,7 +23,9 @@ const (
 	// change that a running pod cannot take in place is seen.
 	annotationSpecHash = "workload.clusterops.io/spec-hash"
 
-	maxStartTimes = 10
+	// maxStartTimestamps bounds status.atProvider.startTimestamps; the CRD
+	// admits no more.
+	maxStartTimestamps = 10
 
 	// quickEnd is how long a pod must run for its end not to count as a crash
 	// (as the kubelet resets its own crash-loop backoff after ten minutes).
@@ -97,14 +99,17 @@ func ownedBy(pod *corev1.Pod, ic *v1alpha1.ImmortalContainer) bool {
 	return pod.GetLabels()[LabelOwner] == ic.GetName()
 }
 
-// recordStart appends a start time, keeping the newest maxStartTimes.
+// recordStart counts a new pod, created at t, and appends t to the start
+// timestamps, keeping the newest maxStartTimestamps. The count is not bounded
+// by the list: it lives in status, so a restarted provider goes on from it.
 func recordStart(o *v1alpha1.ImmortalContainerObservation, t metav1.Time) {
-	if len(o.StartTimes) > 0 {
+	if o.StartTimes > 0 {
 		o.Restarts++
 	}
-	o.StartTimes = append(o.StartTimes, t)
-	if n := len(o.StartTimes); n > maxStartTimes {
-		o.StartTimes = o.StartTimes[n-maxStartTimes:]
+	o.StartTimes++
+	o.StartTimestamps = append(o.StartTimestamps, t)
+	if n := len(o.StartTimestamps); n > maxStartTimestamps {
+		o.StartTimestamps = o.StartTimestamps[n-maxStartTimestamps:]
 	}
 }
 

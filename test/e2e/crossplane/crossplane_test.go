@@ -197,9 +197,10 @@ func revisions(ctx context.Context) string {
 
 // icState is what an ImmortalContainer keeps that an upgrade must not lose.
 type icState struct {
-	podUID     types.UID
-	startTimes []metav1.Time
-	restarts   int64
+	podUID          types.UID
+	startTimes      int64
+	startTimestamps []metav1.Time
+	restarts        int64
 }
 
 func immortalState(t *testing.T) icState {
@@ -213,7 +214,8 @@ func immortalState(t *testing.T) icState {
 	if err := s.c.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "example-immortalcontainer-immortalpod"}, pod); err != nil {
 		t.Fatal(err)
 	}
-	return icState{podUID: pod.UID, startTimes: ic.Status.AtProvider.StartTimes, restarts: int64(ic.Status.AtProvider.Restarts)}
+	o := ic.Status.AtProvider
+	return icState{podUID: pod.UID, startTimes: o.StartTimes, startTimestamps: o.StartTimestamps, restarts: o.Restarts}
 }
 
 // testManagedResource applies the ImmortalContainer and pull-secret CopyRule examples: the
@@ -224,8 +226,8 @@ func testManagedResource(t *testing.T) {
 	apply(t, "examples/copy/registry-pull-secret.yaml", nil)
 	waitTrue(t, icGVK, "demo", "example-immortalcontainer", "Ready", "Synced")
 	waitTrue(t, copyRuleGVK, "platform", "registry-pull", "Ready", "Synced")
-	if st := immortalState(t); len(st.startTimes) != 1 {
-		t.Fatalf("start times %v, want one", st.startTimes)
+	if st := immortalState(t); st.startTimes != 1 || len(st.startTimestamps) != 1 {
+		t.Fatalf("%d starts at %v, want one", st.startTimes, st.startTimestamps)
 	}
 	pullSecretCopy(t)
 }
@@ -293,8 +295,9 @@ func testUpgrade(t *testing.T) {
 	// The new provider knows the resource as the old one left it.
 	waitTrue(t, icGVK, "demo", "example-immortalcontainer", "Ready", "Synced")
 	after := immortalState(t)
-	if after.podUID != before.podUID || len(after.startTimes) != len(before.startTimes) {
-		t.Fatalf("upgrade changed the ImmortalContainer: pod %s → %s, start times %v → %v", before.podUID, after.podUID, before.startTimes, after.startTimes)
+	if after.podUID != before.podUID || after.startTimes != before.startTimes || len(after.startTimestamps) != len(before.startTimestamps) {
+		t.Fatalf("upgrade changed the ImmortalContainer: pod %s → %s, starts %d at %v → %d at %v",
+			before.podUID, after.podUID, before.startTimes, before.startTimestamps, after.startTimes, after.startTimestamps)
 	}
 	waitTrue(t, copyRuleGVK, "platform", "registry-pull", "Ready", "Synced")
 	if c := pullSecretCopy(t); c.UID != copyBefore.UID || c.ResourceVersion != copyBefore.ResourceVersion {
@@ -309,9 +312,10 @@ func testUpgrade(t *testing.T) {
 		if err := s.c.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "example-immortalcontainer"}, ic); err != nil {
 			return false, "", err
 		}
-		n := len(ic.Status.AtProvider.StartTimes)
-		return n == len(before.startTimes)+1 && ic.Status.AtProvider.StartTimes[0].Equal(&before.startTimes[0]),
-			fmt.Sprintf("start times %v, restarts %d", ic.Status.AtProvider.StartTimes, ic.Status.AtProvider.Restarts), nil
+		o := ic.Status.AtProvider
+		return o.StartTimes == before.startTimes+1 && len(o.StartTimestamps) == len(before.startTimestamps)+1 &&
+				o.StartTimestamps[0].Equal(&before.startTimestamps[0]),
+			fmt.Sprintf("%d starts at %v, restarts %d", o.StartTimes, o.StartTimestamps, o.Restarts), nil
 	})
 }
 
