@@ -21,10 +21,14 @@ TARGETS="
 ./internal/controller/configrollout/        FuzzReferences
 ./internal/controller/copyrule/             FuzzSelectTargets
 ./internal/controller/copyrule/             FuzzCopyContent
+./internal/controller/copyrule/             FuzzMakePlan
 ./internal/controller/chaosagent/           FuzzQuietWindow
 ./internal/controller/chaosagent/           FuzzSelector
 ./internal/controller/chaosagent/           FuzzCompile
 ./internal/controller/chaosagent/           FuzzExcluded
+./internal/controller/chaosagent/           FuzzGuard
+./internal/controller/chaosagent/           FuzzVerdicts
+./internal/controller/chaosagent/           FuzzStopReason
 ./internal/controller/immortalcontainer/    FuzzRestartDelay
 ./internal/function/                        FuzzDuration
 ./internal/function/                        FuzzNames

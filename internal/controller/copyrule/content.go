@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
@@ -42,15 +43,13 @@ type Object struct {
 
 // FromConfigMap and FromSecret turn the API objects into Objects.
 func FromConfigMap(cm *corev1.ConfigMap) Object {
-	return Object{ObjectMeta: cm.ObjectMeta, Data: cm.Data, Bytes: cm.BinaryData, Immutable: ptrTrue(cm.Immutable)}
+	return Object{ObjectMeta: cm.ObjectMeta, Data: cm.Data, Bytes: cm.BinaryData, Immutable: ptr.Deref(cm.Immutable, false)}
 }
 
 // FromSecret turns a Secret into an Object.
 func FromSecret(s *corev1.Secret) Object {
-	return Object{ObjectMeta: s.ObjectMeta, Bytes: s.Data, Type: s.Type, Immutable: ptrTrue(s.Immutable)}
+	return Object{ObjectMeta: s.ObjectMeta, Bytes: s.Data, Type: s.Type, Immutable: ptr.Deref(s.Immutable, false)}
 }
-
-func ptrTrue(b *bool) bool { return b != nil && *b }
 
 // ToAPI turns o into a ConfigMap or a Secret of kind.
 func (o Object) ToAPI(kind string) client.Object {

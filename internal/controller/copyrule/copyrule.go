@@ -73,18 +73,12 @@ func sourceNamespace(cr *v1alpha1.CopyRule) string {
 	return cr.GetNamespace()
 }
 
-// mayDelete reports whether the management policies let the rule delete.
+// mayDelete reports whether the management policies let the rule delete,
+// as crossplane-runtime's resolver decides it; unset policies are the
+// default, which allows everything.
 func mayDelete(cr *v1alpha1.CopyRule) bool {
 	p := cr.GetManagementPolicies()
-	if len(p) == 0 {
-		return true
-	}
-	for _, a := range p {
-		if a == xpv2.ManagementActionAll || a == xpv2.ManagementActionDelete {
-			return true
-		}
-	}
-	return false
+	return managed.NewManagementPoliciesResolver(len(p) > 0, p).ShouldDelete()
 }
 
 // Observe reads the sources, the target namespaces and the rule's copies, and

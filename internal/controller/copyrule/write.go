@@ -8,6 +8,7 @@ import (
 
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
@@ -91,7 +92,7 @@ func (w *writer) run(ctx context.Context, a Action) (Op, string, error) {
 	case OpReplace:
 		cur := a.Current.ToAPI(w.kind)
 		// The preconditions make sure what is deleted is what was compared.
-		err := w.c.Delete(ctx, cur, client.Preconditions{UID: ptr(a.Current.UID), ResourceVersion: ptr(a.Current.ResourceVersion)})
+		err := w.c.Delete(ctx, cur, client.Preconditions{UID: ptr.To(a.Current.UID), ResourceVersion: ptr.To(a.Current.ResourceVersion)})
 		if err != nil && !kerrors.IsNotFound(err) {
 			return OpReplace, "", err
 		}
@@ -100,7 +101,7 @@ func (w *writer) run(ctx context.Context, a Action) (Op, string, error) {
 		return OpReplace, "", w.c.Create(ctx, o.ToAPI(w.kind))
 	case OpPrune:
 		o := a.Object.ToAPI(w.kind)
-		err := w.c.Delete(ctx, o, client.Preconditions{UID: ptr(a.Object.UID)})
+		err := w.c.Delete(ctx, o, client.Preconditions{UID: ptr.To(a.Object.UID)})
 		if kerrors.IsNotFound(err) {
 			err = nil
 		}
@@ -115,8 +116,6 @@ func conflictErr(err error) error {
 	}
 	return fmt.Errorf("an object of this name existed a moment ago and is gone now; retrying")
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // FirstFailure names the first failed write and why.
 func (r Result) FirstFailure() string {
