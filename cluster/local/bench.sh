@@ -51,12 +51,22 @@ run() { # run <benchmark> <benchtime> <count>
   [[ -z "$table_only" ]] || return 0
   [[ -z "${BENCH_SCENARIOS:-}" || " $BENCH_SCENARIOS " == *" $1 "* ]] || return 0
   echo "bench: $1 ($2 × $3)" >&2
-  local t0=$SECONDS
+  local t0=$SECONDS rc=0 log="$out/$1.log"
+  [[ ! -f "$out/failed" ]] || sed -i "/^$1\$/d" "$out/failed"
   (cd test/bench && "$out/bench.test" -test.run '^$' -test.bench "^$1\$" -test.benchtime "$2" -test.count "$3" -test.timeout 60m) \
-    | tee -a "$out/raw.txt" | grep -E "^Benchmark" >"$out/$1.txt" || true
+    >"$log" 2>&1 || rc=$?
+  cat "$log" >>"$out/raw.txt"
+  { grep -E "^Benchmark" "$log" || true; } >"$out/$1.txt"
+  if ((rc != 0)); then
+    # A scenario that fails shows as failed in the table and fails make bench, never as n/a.
+    echo "bench: $1 FAILED (exit $rc); the end of its output:" >&2
+    tail -20 "$log" >&2
+    echo "$1" >>"$out/failed"
+  fi
   echo "bench: $1 took $((SECONDS - t0)) s" | tee -a "$out/raw.txt" >&2
 }
 [[ -n "${BENCH_SCENARIOS:-}" || -n "$table_only" ]] || : >"$out/raw.txt"
+[[ -n "${BENCH_SCENARIOS:-}" || -n "$table_only" ]] || rm -f "$out/failed"
 # The fan-out's floor swings run to run (the same 1,000 writes take 0.7 s, then 1.0 s or more), so it
 # runs more often.
 run BenchmarkCopyRuleFanOut 1x "${BENCH_FANOUT_COUNT:-5}"
@@ -73,6 +83,7 @@ run BenchmarkIdleCost 1x 1
 # stat <benchmark> <unit> [scale]: the median of the unit's values over the runs, then the spread in
 # brackets when there was more than one run; values are divided by scale.
 stat() {
+  if grep -qx "$1" "$out/failed" 2>/dev/null; then echo "failed"; return; fi
   { grep -oE "[0-9.e+]+ $2([[:space:]]|$)" "$out/$1.txt" || true; } | cut -d' ' -f1 | sort -g | awk -v s="${3:-1}" '
     { v[NR] = $1 / s }
     END {
@@ -124,3 +135,7 @@ rate="${BENCH_RATE:-100 (default)}"
   [[ ! -f "$root/docs/benchmarks-fleet.md" ]] || { echo "<!-- fleet -->"; cat "$root/docs/benchmarks-fleet.md"; }
 } >"$root/docs/benchmarks.md"
 cat "$root/docs/benchmarks.md"
+if [[ -s "$out/failed" ]]; then
+  echo "bench: failed scenarios: $(tr '\n' ' ' <"$out/failed")(see $out/raw.txt)" >&2
+  exit 1
+fi

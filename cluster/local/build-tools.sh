@@ -11,6 +11,7 @@ set -euo pipefail
 
 # shellcheck source=common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+require go flock
 mkdir -p "$tools"
 
 log() { echo "build-tools: $*" >&2; }
@@ -129,7 +130,14 @@ GO
     # crossplane/v2 replaces its apis/v2 module with a local path; pin the published one.
     go mod edit -require="github.com/crossplane/crossplane/v2@$CROSSPLANE_VERSION" \
       -require="github.com/crossplane/crossplane/apis/v2@$CROSSPLANE_VERSION"
-    go mod tidy -e >/dev/null 2>&1 || true
+    # -e: a module only tests of dependencies need may be missing; say what tidy could not
+    # resolve instead of hiding it, and stop when tidy itself fails.
+    if ! go mod tidy -e >"$w/tidy.log" 2>&1; then
+      echo "build-tools: go mod tidy for crossplane failed:" >&2
+      cat "$w/tidy.log" >&2
+      exit 1
+    fi
+    [[ ! -s "$w/tidy.log" ]] || { echo "build-tools: go mod tidy for crossplane reported (continuing):" >&2; sed 's/^/  /' "$w/tidy.log" >&2; }
     mkdir -p "$out.tmp"
     # Core checks packages' `crossplane.version` constraints against its own version, which the
     # release build stamps into crossplane-runtime; unstamped, every constraint fails.

@@ -8,6 +8,7 @@
 set -euo pipefail
 
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+require openssl curl ss kubectl
 
 log() { echo "cluster-up: $*" >&2; }
 hint() { echo "export KUBECONFIG=$kubeconfig"; }

@@ -75,3 +75,11 @@ stop_group() {
     done
   done
 }
+
+# require <command>...: stops at once, naming every command that is missing, rather than halfway
+# through a build or a start (README.md lists what the scripts need).
+require() {
+  local c missing=()
+  for c in "$@"; do command -v "$c" >/dev/null 2>&1 || missing+=("$c"); done
+  ((${#missing[@]} == 0)) || { echo "$(basename "$0"): missing: ${missing[*]} (README.md lists what the scripts need)" >&2; exit 1; }
+}
