@@ -19,7 +19,7 @@ func TestNamed(t *testing.T) {
 		"Name":       {reason: "One exact name in a namespace is a name watch.", w: Watch{Resource: cm, Namespace: "ns", Fields: "metadata.name=conf"}, want: "conf"},
 		"AllSpaces":  {reason: "A name in every namespace is not: its shared watch would be the whole cluster's.", w: Watch{Resource: cm, Fields: "metadata.name=conf"}},
 		"Labels":     {reason: "A label selector narrows it further than the name.", w: Watch{Resource: cm, Namespace: "ns", Labels: "a=b", Fields: "metadata.name=conf"}},
-		"KeepLabels": {reason: "A watch read for labels keeps its own store.", w: Watch{Resource: cm, Namespace: "ns", Fields: "metadata.name=conf", KeepLabels: true}},
+		"ReadLabels": {reason: "A watch read for labels keeps its own store.", w: Watch{Resource: cm, Namespace: "ns", Fields: "metadata.name=conf", ReadLabels: true}},
 		"Terms":      {reason: "More than one term is not one name.", w: Watch{Resource: cm, Namespace: "ns", Fields: "metadata.name=conf,metadata.namespace=ns"}},
 		"NotEqual":   {reason: "Every object but one is not a name.", w: Watch{Resource: cm, Namespace: "ns", Fields: "metadata.name!=conf"}},
 		"DoubleEq":   {reason: "Only the one spelling keeps names and watches one to one.", w: Watch{Resource: cm, Namespace: "ns", Fields: "metadata.name==conf"}},

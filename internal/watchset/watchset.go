@@ -60,10 +60,11 @@ type Watch struct {
 	// but the API-server watches and goroutines saved.
 	Labels string
 	Fields string
-	// KeepLabels keeps the watched objects' labels and deletion marks in the
-	// store, so List can serve them: for watches a kind reads from, such as
-	// the namespaces a rule selects by label.
-	KeepLabels bool
+	// ReadLabels makes a watch a kind reads labels from, such as the
+	// namespaces a rule selects by label: the store keeps the objects' labels
+	// and deletion marks, so List can serve them, and an update that changes
+	// neither is no event.
+	ReadLabels bool
 }
 
 // coalesceAbove is how many name watches of a group run an informer each;
@@ -98,7 +99,7 @@ type group struct {
 // every object of the resource in the cluster. A label's shared watch holds
 // only the objects that carry the label, in every namespace if need be.
 func (k key) named() (group, string, bool) {
-	if k.KeepLabels {
+	if k.ReadLabels {
 		return group{}, "", false
 	}
 	const odd = ",=!\\ ()"
@@ -494,7 +495,7 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(listed bool, objs .
 	// annotations or managed fields (measured by make bench's memory scenario).
 	transform := slim
 	switch {
-	case w.KeepLabels:
+	case w.ReadLabels:
 		transform = slimKeepingLabels
 	case isKey(w.Labels):
 		// A label group's shared watch: the label's value routes events.
@@ -520,7 +521,7 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(listed bool, objs .
 			// changes neither them nor the deletion mark, such as a terminating
 			// namespace's status, concerns no owner. Every owner of the
 			// namespaces watch would be reconciled for it.
-			if w.KeepLabels && sameLabelsAndDeletion(was, is) {
+			if w.ReadLabels && sameLabelsAndDeletion(was, is) {
 				return
 			}
 			notify(false, was, is)

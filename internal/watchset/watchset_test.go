@@ -156,7 +156,7 @@ func TestListServesWhatTheWatchKept(t *testing.T) {
 	c := &target.Cluster{ID: target.LocalID, Config: env.Config}
 	ns := env.Namespace(t, "watchset-list", nil)
 	w := configMaps
-	w.Namespace, w.KeepLabels = ns, true
+	w.Namespace, w.ReadLabels = ns, true
 	if _, ok := s.List(c, w); ok {
 		t.Fatal("List served a watch nobody started")
 	}
@@ -180,8 +180,8 @@ func TestListServesWhatTheWatchKept(t *testing.T) {
 	if l[0].Annotations != nil {
 		t.Errorf("annotations kept: %v; want none", l[0].Annotations)
 	}
-	// The same watch without KeepLabels is another watch: not started, not served.
-	w.KeepLabels = false
+	// The same watch without ReadLabels is another watch: not started, not served.
+	w.ReadLabels = false
 	if _, ok := s.List(c, w); ok {
 		t.Error("List served a watch that keeps no labels and was never started")
 	}

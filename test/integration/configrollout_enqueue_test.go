@@ -77,7 +77,7 @@ func TestConfigRolloutWorkloadEventReconcilesOnlyItsRollouts(t *testing.T) {
 // namespace of many Deployments matches its selector in the provider's
 // metadata cache and reads only the Deployment it selects; the namespace's
 // workloads are never listed from the API server, not even when its deletion
-// looks for the claims it holds, which it releases.
+// looks for the locks it holds, which it releases.
 func TestConfigRolloutSelectorReadsOnlyWhatItSelects(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t, "rollout-selector", nil)
@@ -99,7 +99,7 @@ func TestConfigRolloutSelectorReadsOnlyWhatItSelects(t *testing.T) {
 	if err := env.Client.Delete(ctx, cr); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, wait, "the claim on Deployment picked to be released", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, wait, "the lock on Deployment picked to be released", func(ctx context.Context) (bool, error) {
 		d := &appsv1.Deployment{}
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "picked"}, d)
 		_, held := d.Annotations["workload.clusterops.io/config-rollout"]
@@ -124,11 +124,11 @@ func TestConfigRolloutSelectorReadsOnlyWhatItSelects(t *testing.T) {
 	}
 }
 
-// TestConfigRolloutClaimOfAGoneRolloutIsFree: a claim naming a ConfigRollout
+// TestConfigRolloutLockOfAGoneRolloutIsFree: a lock naming a ConfigRollout
 // that no longer exists (one released through a cache that had not seen it
 // yet) keeps no other rollout from rolling the workload.
-func TestConfigRolloutClaimOfAGoneRolloutIsFree(t *testing.T) {
-	ns := env.Namespace(t, "rollout-ghost-claim", nil)
+func TestConfigRolloutLockOfAGoneRolloutIsFree(t *testing.T) {
+	ns := env.Namespace(t, "rollout-ghost-lock", nil)
 	d := consumer(ns, "api", "conf")
 	d.Annotations = map[string]string{"workload.clusterops.io/config-rollout": "gone"}
 	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}}, d)

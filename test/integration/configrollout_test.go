@@ -260,7 +260,7 @@ func TestConfigRolloutsDoNotFight(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got := d.Annotations["workload.clusterops.io/config-rollout"]; got != "second" {
-		t.Errorf("claim = %q, want second", got)
+		t.Errorf("lock = %q, want second", got)
 	}
 }
 

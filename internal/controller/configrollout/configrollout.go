@@ -36,13 +36,13 @@ import (
 // configuration; changing it is what rolls a workload.
 const AnnotationHash = "workload.clusterops.io/config-hash"
 
-// AnnotationClaim, on a workload's own metadata (changing it rolls nothing),
+// AnnotationLock, on a workload's own metadata (changing it rolls nothing),
 // names the ConfigRollout the workload follows: two ConfigRollouts with
 // different sources on one workload would overwrite each other's hash forever.
-const AnnotationClaim = "workload.clusterops.io/config-rollout"
+const AnnotationLock = "workload.clusterops.io/config-rollout"
 
 // fieldManagerPrefix starts the field manager of each ConfigRollout, which owns
-// the hash annotation and the claim, and nothing else, on its workloads.
+// the hash annotation and the lock, and nothing else, on its workloads.
 const fieldManagerPrefix = "configrollout-"
 
 // fieldManager is the field manager of a ConfigRollout (at most 128 characters).
@@ -61,12 +61,12 @@ const reasonRolled event.Reason = "RolledWorkload"
 const reasonSourceMissing event.Reason = "SourceMissing"
 
 // workloadChanges passes a workload's creation, deletion, a new template
-// (generation) or a changed claim. Other annotation churn, such as the
+// (generation) or a changed lock. Other annotation churn, such as the
 // revision a Deployment records on every rollout, would re-reconcile every
 // ConfigRollout in the namespace for nothing.
 var workloadChanges = builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.Funcs{
 	UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
-		return e.ObjectOld.GetAnnotations()[AnnotationClaim] != e.ObjectNew.GetAnnotations()[AnnotationClaim]
+		return e.ObjectOld.GetAnnotations()[AnnotationLock] != e.ObjectNew.GetAnnotations()[AnnotationLock]
 	},
 	CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
 	DeleteFunc:  func(ctrlevent.DeleteEvent) bool { return false },
@@ -79,18 +79,18 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ConfigRollout{}, indexWorkloads, indexValues); err != nil {
 		return errors.Wrap(err, "cannot index ConfigRollouts by workload")
 	}
-	// The claim of every workload, for a deleted rollout to find the ones it
+	// The lock of every workload, for a deleted rollout to find the ones it
 	// holds without reading the namespace's workloads.
 	for _, kind := range []string{KindDeployment, KindStatefulSet, KindDaemonSet} {
 		m := &metav1.PartialObjectMetadata{}
 		m.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(kind))
-		if err := mgr.GetFieldIndexer().IndexField(context.Background(), m, indexClaim, func(o client.Object) []string {
-			if c := o.GetAnnotations()[AnnotationClaim]; c != "" {
+		if err := mgr.GetFieldIndexer().IndexField(context.Background(), m, indexLock, func(o client.Object) []string {
+			if c := o.GetAnnotations()[AnnotationLock]; c != "" {
 				return []string{c}
 			}
 			return nil
 		}); err != nil {
-			return errors.Wrapf(err, "cannot index %ss by claim", kind)
+			return errors.Wrapf(err, "cannot index %ss by lock", kind)
 		}
 	}
 	own := newOwnWrites()
@@ -119,7 +119,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 			c := mgr.GetClient()
 			return b.
 				// A new, deleted or re-templated workload matters, and so does a
-				// released claim (an annotation); status churn does not.
+				// released lock (an annotation); status churn does not.
 				Watches(&appsv1.Deployment{}, workloadHandler(KindDeployment, c, own), builder.OnlyMetadata, workloadChanges).
 				Watches(&appsv1.StatefulSet{}, workloadHandler(KindStatefulSet, c, own), builder.OnlyMetadata, workloadChanges).
 				Watches(&appsv1.DaemonSet{}, workloadHandler(KindDaemonSet, c, own), builder.OnlyMetadata, workloadChanges)
@@ -224,8 +224,8 @@ func (e *external) readSources(ctx context.Context, cr *v1alpha1.ConfigRollout) 
 // workload carries. It never writes outside the ConfigRollout's status.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(cr) {
-		// Delete releases the claims; the hash annotations stay.
-		held, err := claimedBy(ctx, e.cluster.Client, e.cache, cr.GetNamespace(), cr.GetName())
+		// Delete releases the locks; the hash annotations stay.
+		held, err := lockedBy(ctx, e.cluster.Client, e.cache, cr.GetNamespace(), cr.GetName())
 		if err != nil {
 			return managed.ExternalObservation{}, err
 		}
@@ -259,19 +259,19 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	}
 	o.Workloads = make([]v1alpha1.RolledWorkload, 0, len(ws))
 	pending := 0
-	var claimed []string
+	var locked []string
 	for _, w := range ws {
-		if w.Claim != "" && w.Claim != cr.GetName() && e.holds(ctx, cr.GetNamespace(), w.Claim) {
-			claimed = append(claimed, fmt.Sprintf("%s %q follows ConfigRollout %q", w.Kind, w.Name, w.Claim))
+		if w.Lock != "" && w.Lock != cr.GetName() && e.holds(ctx, cr.GetNamespace(), w.Lock) {
+			locked = append(locked, fmt.Sprintf("%s %q follows ConfigRollout %q", w.Kind, w.Name, w.Lock))
 			continue
 		}
 		key := w.Kind + "/" + w.Name
-		if rec := recorded[key]; rec != o.Hash && w.carried() == o.Hash && (rec != "" || w.Claim == cr.GetName()) {
+		if rec := recorded[key]; rec != o.Hash && w.carried() == o.Hash && (rec != "" || w.Lock == cr.GetName()) {
 			// A rollout of ours whose status write was lost (a conflict on a stale
 			// read after the workload was patched): record it now, or the counter
 			// and the time would never show it. When status recorded no hash for
-			// the workload (its first rollout), our claim on it says the hash it
-			// carries is ours: only a rollout writes the claim, and Delete removes
+			// the workload (its first rollout), our lock on it says the hash it
+			// carries is ours: only a rollout writes the lock, and Delete removes
 			// it. A stale read that counts again cannot write: its status update
 			// conflicts.
 			now := metav1.NewTime(e.now())
@@ -302,8 +302,8 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		}
 		cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%d workloads to roll", pending)))
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}, nil
-	case len(claimed) > 0:
-		cr.SetConditions(xpv2.Unavailable().WithMessage(strings.Join(claimed, ", ") + ": a workload follows one ConfigRollout, so it is not rolled by this one"))
+	case len(locked) > 0:
+		cr.SetConditions(xpv2.Unavailable().WithMessage(strings.Join(locked, ", ") + ": a workload follows one ConfigRollout, so it is not rolled by this one"))
 	case len(missingWorkloads) > 0:
 		cr.SetConditions(xpv2.Unavailable().WithMessage(strings.Join(missingWorkloads, ", ") + " does not exist"))
 	default:
@@ -312,11 +312,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 }
 
-// holds reports whether ConfigRollout name in ns still exists to hold a claim.
-// A deleted rollout releases its claims through the metadata cache, which may
-// not have seen its last claim yet: such a claim is then free. Only on the
-// provider's own cluster, where claims are found in the cache; elsewhere they
-// are found on the API server and every claim holds.
+// holds reports whether ConfigRollout name in ns still exists to hold a lock.
+// A deleted rollout releases its locks through the metadata cache, which may
+// not have seen its last lock yet: such a lock is then free. Only on the
+// provider's own cluster, where locks are found in the cache; elsewhere they
+// are found on the API server and every lock holds.
 func (e *external) holds(ctx context.Context, ns, name string) bool {
 	if e.cache == nil {
 		return true
@@ -352,7 +352,7 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ConfigRollout) (mana
 	return managed.ExternalUpdate{}, nil
 }
 
-// roll applies only the hash annotation and the claim, under the
+// roll applies only the hash annotation and the lock, under the
 // ConfigRollout's own field manager, so it never touches what others own in
 // the workload; a manual edit of the annotation is drift and is taken back.
 func (e *external) roll(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, name, hash string) error {
@@ -361,7 +361,7 @@ func (e *external) roll(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, n
 	u.SetKind(kind)
 	u.SetNamespace(cr.GetNamespace())
 	u.SetName(name)
-	u.SetAnnotations(map[string]string{AnnotationClaim: cr.GetName()})
+	u.SetAnnotations(map[string]string{AnnotationLock: cr.GetName()})
 	if err := unstructured.SetNestedField(u.Object, hash, "spec", "template", "metadata", "annotations", AnnotationHash); err != nil {
 		return errors.Wrap(err, "cannot build rollout patch")
 	}
@@ -386,14 +386,14 @@ func (e *external) roll(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, n
 	return errors.Wrapf(err, "cannot roll %s %q", kind, name)
 }
 
-// Delete releases the ConfigRollout's claims and leaves the hash annotations
+// Delete releases the ConfigRollout's locks and leaves the hash annotations
 // where they are: removing those would roll the workloads.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalDelete, error) {
-	held, err := claimedBy(ctx, e.cluster.Client, e.cache, cr.GetNamespace(), cr.GetName())
+	held, err := lockedBy(ctx, e.cluster.Client, e.cache, cr.GetNamespace(), cr.GetName())
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}
-	release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+AnnotationClaim+`":null}}}`))
+	release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+AnnotationLock+`":null}}}`))
 	for _, w := range held {
 		o, _ := newObject(w.Kind)
 		o.SetNamespace(cr.GetNamespace())

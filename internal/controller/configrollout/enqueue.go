@@ -109,7 +109,7 @@ func (w *ownWrites) writer(kind string, o client.Object) string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ow, ok := w.by[k]
-	if !ok || o.GetAnnotations()[AnnotationClaim] != ow.rollout || (ow.generation != 0 && ow.generation != o.GetGeneration()) {
+	if !ok || o.GetAnnotations()[AnnotationLock] != ow.rollout || (ow.generation != 0 && ow.generation != o.GetGeneration()) {
 		return ""
 	}
 	delete(w.by, k)
@@ -123,7 +123,7 @@ func (w *ownWrites) forget(kind string, o client.Object) {
 }
 
 // referencing returns the ConfigRollouts a workload event may concern: those
-// that name the workload, the one its claim names, those whose selector
+// that name the workload, the one its lock names, those whose selector
 // matches its labels, and the automatic ones of its namespace (which of them
 // it uses is in its pod template, which the metadata watch does not carry).
 func referencing(ctx context.Context, c client.Reader, kind string, o client.Object) []reconcile.Request {
@@ -136,7 +136,7 @@ func referencing(ctx context.Context, c client.Reader, kind string, o client.Obj
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 		}
 	}
-	add(o.GetAnnotations()[AnnotationClaim])
+	add(o.GetAnnotations()[AnnotationLock])
 	for _, v := range []string{workloadKey(kind, o.GetName()), autoMarker, selectorMarker} {
 		l := &v1alpha1.ConfigRolloutList{}
 		if err := c.List(ctx, l, client.InNamespace(ns), client.MatchingFields{indexWorkloads: v}); err != nil {
@@ -178,7 +178,7 @@ func workloadHandler(kind string, c client.Reader, own *ownWrites) handler.Event
 		},
 		UpdateFunc: func(ctx context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			w := own.writer(kind, e.ObjectNew)
-			if w != "" && e.ObjectOld.GetAnnotations()[AnnotationClaim] == w {
+			if w != "" && e.ObjectOld.GetAnnotations()[AnnotationLock] == w {
 				// A new hash in the pod template of a workload the writer
 				// already held changes nothing any other rollout decides on.
 				return

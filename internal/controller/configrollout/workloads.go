@@ -27,7 +27,7 @@ const (
 type workload struct {
 	Kind     string
 	Name     string
-	Claim    string // the ConfigRollout it follows, from AnnotationClaim
+	Lock     string // the ConfigRollout it follows, from AnnotationLock
 	Template *corev1.PodTemplateSpec
 }
 
@@ -58,20 +58,20 @@ func list(ctx context.Context, c client.Reader, ns string, sel client.ListOption
 		}
 	}
 	for i := range deps.Items {
-		out = append(out, workload{Kind: KindDeployment, Name: deps.Items[i].Name, Claim: deps.Items[i].Annotations[AnnotationClaim], Template: &deps.Items[i].Spec.Template})
+		out = append(out, workload{Kind: KindDeployment, Name: deps.Items[i].Name, Lock: deps.Items[i].Annotations[AnnotationLock], Template: &deps.Items[i].Spec.Template})
 	}
 	for i := range sts.Items {
-		out = append(out, workload{Kind: KindStatefulSet, Name: sts.Items[i].Name, Claim: sts.Items[i].Annotations[AnnotationClaim], Template: &sts.Items[i].Spec.Template})
+		out = append(out, workload{Kind: KindStatefulSet, Name: sts.Items[i].Name, Lock: sts.Items[i].Annotations[AnnotationLock], Template: &sts.Items[i].Spec.Template})
 	}
 	for i := range dss.Items {
-		out = append(out, workload{Kind: KindDaemonSet, Name: dss.Items[i].Name, Claim: dss.Items[i].Annotations[AnnotationClaim], Template: &dss.Items[i].Spec.Template})
+		out = append(out, workload{Kind: KindDaemonSet, Name: dss.Items[i].Name, Lock: dss.Items[i].Annotations[AnnotationLock], Template: &dss.Items[i].Spec.Template})
 	}
 	return out, nil
 }
 
-// indexClaim indexes the workloads in the manager's metadata cache by the
-// ConfigRollout whose claim they carry.
-const indexClaim = "configrollout.claim"
+// indexLock indexes the workloads in the manager's metadata cache by the
+// ConfigRollout whose lock they carry.
+const indexLock = "configrollout.lock"
 
 // metadataList is a list of workloads of kind as the manager's cache holds
 // them: metadata only.
@@ -99,12 +99,12 @@ func inCache(ctx context.Context, r client.Reader, ns string, opts ...client.Lis
 	return out, nil
 }
 
-// claimedBy returns the workloads in ns that carry the claim of ConfigRollout
-// name: from the claim index of the metadata cache when there is one (the
+// lockedBy returns the workloads in ns that carry the lock of ConfigRollout
+// name: from the lock index of the metadata cache when there is one (the
 // provider's own cluster), else from a list of the namespace's workloads.
-func claimedBy(ctx context.Context, c, cache client.Reader, ns, name string) ([]v1alpha1.WorkloadRef, error) {
+func lockedBy(ctx context.Context, c, cache client.Reader, ns, name string) ([]v1alpha1.WorkloadRef, error) {
 	if cache != nil {
-		return inCache(ctx, cache, ns, client.MatchingFields{indexClaim: name})
+		return inCache(ctx, cache, ns, client.MatchingFields{indexLock: name})
 	}
 	all, err := list(ctx, c, ns, client.MatchingLabels{})
 	if err != nil {
@@ -112,7 +112,7 @@ func claimedBy(ctx context.Context, c, cache client.Reader, ns, name string) ([]
 	}
 	var out []v1alpha1.WorkloadRef
 	for _, w := range all {
-		if w.Claim == name {
+		if w.Lock == name {
 			out = append(out, v1alpha1.WorkloadRef{Kind: w.Kind, Name: w.Name})
 		}
 	}
@@ -134,7 +134,7 @@ func get(ctx context.Context, c client.Reader, ns string, refs []v1alpha1.Worklo
 		if err != nil {
 			return nil, nil, errors.Wrapf(err, "cannot get %s %q", ref.Kind, ref.Name)
 		}
-		out = append(out, workload{Kind: ref.Kind, Name: ref.Name, Claim: o.GetAnnotations()[AnnotationClaim], Template: tmpl})
+		out = append(out, workload{Kind: ref.Kind, Name: ref.Name, Lock: o.GetAnnotations()[AnnotationLock], Template: tmpl})
 	}
 	return out, missing, nil
 }

@@ -236,7 +236,7 @@ func interest(cr *v1alpha1.CopyRule) watchset.Interest {
 // namespacesWatch is every rule's watch of the namespaces of its cluster. It
 // keeps their labels, so that rules read namespaces from it rather than list
 // them all on every reconcile.
-var namespacesWatch = watchset.Watch{Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), KeepLabels: true}
+var namespacesWatch = watchset.Watch{Resource: corev1.SchemeGroupVersion.WithResource("namespaces"), ReadLabels: true}
 
 // namespaces returns the cluster's namespaces: from the namespaces watch once
 // it has synced, from the API server before.

@@ -20,7 +20,7 @@ import (
 // milliseconds, so the next attempt will read it.
 const conflictRetry = 50 * time.Millisecond
 
-// reconcilerManager hands the managed reconciler a client that
+// noOpSkippingManager hands the managed reconciler a client (noOpSkippingClient) that
 //   - does not send status updates that would change nothing. The reconciler
 //     writes a managed resource's status after every reconcile, changed or
 //     not; the API server stores nothing for an unchanged one, but each is a
@@ -33,7 +33,7 @@ const conflictRetry = 50 * time.Millisecond
 //     are connection secrets, before it writes them; through the cache the
 //     first would start a watch of every Secret in the cluster, which the
 //     provider never holds.
-type reconcilerManager struct {
+type noOpSkippingManager struct {
 	ctrl.Manager
 	conflicts *conflicts
 }
@@ -43,10 +43,10 @@ type reconcilerManager struct {
 // reconcilers: the ProviderConfig one updates its config and the config's
 // status on every reconcile, changed or not, and a restarted provider would
 // write both at once.
-func SkipNoOpWrites(mgr ctrl.Manager) ctrl.Manager { return reconcilerManager{Manager: mgr} }
+func SkipNoOpWrites(mgr ctrl.Manager) ctrl.Manager { return noOpSkippingManager{Manager: mgr} }
 
-func (m reconcilerManager) GetClient() client.Client {
-	return reconcilerClient{Client: m.Manager.GetClient(), apiReader: m.Manager.GetAPIReader(), conflicts: m.conflicts}
+func (m noOpSkippingManager) GetClient() client.Client {
+	return noOpSkippingClient{Client: m.Manager.GetClient(), apiReader: m.Manager.GetAPIReader(), conflicts: m.conflicts}
 }
 
 // conflicts are the managed resources whose writes met a conflict during
@@ -65,13 +65,13 @@ func (c *conflicts) take(k types.NamespacedName) bool {
 	return ok
 }
 
-type reconcilerClient struct {
+type noOpSkippingClient struct {
 	client.Client
 	apiReader client.Reader
 	conflicts *conflicts
 }
 
-func (c reconcilerClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+func (c noOpSkippingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if _, ok := obj.(*corev1.Secret); ok {
 		return c.apiReader.Get(ctx, key, obj, opts...)
 	}
@@ -84,7 +84,7 @@ func (c reconcilerClient) Get(ctx context.Context, key client.ObjectKey, obj cli
 // stores, and the managed reconciler adds its finalizer after Observe, so the
 // conditions Observe set would otherwise be lost on a new resource's first
 // reconcile, the only one it may get.
-func (c reconcilerClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+func (c noOpSkippingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
 	if len(opts) == 0 && unchanged(ctx, c.Client, obj, false) {
 		return nil
 	}
@@ -107,11 +107,11 @@ func (c reconcilerClient) Update(ctx context.Context, obj client.Object, opts ..
 	return runtime.DefaultUnstructuredConverter.FromUnstructured(stored, obj)
 }
 
-func (c reconcilerClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+func (c noOpSkippingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 	return c.conflicts.note(obj, c.Client.Patch(ctx, obj, patch, opts...))
 }
 
-func (c reconcilerClient) Status() client.SubResourceWriter {
+func (c noOpSkippingClient) Status() client.SubResourceWriter {
 	return statusWriter{SubResourceWriter: c.Client.Status(), reader: c.Client, conflicts: c.conflicts}
 }
 

@@ -127,7 +127,7 @@ func TestSkipNoOpWrites(t *testing.T) {
 					return c.Update(ctx, obj, opts...)
 				},
 			}).Build()
-			c := reconcilerClient{Client: fc}
+			c := noOpSkippingClient{Client: fc}
 			o := &corev1.ConfigMap{}
 			if err := fc.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "cm"}, o); err != nil {
 				t.Fatal(err)

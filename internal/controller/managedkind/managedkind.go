@@ -120,7 +120,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		}
 	}
 	cf := &conflicts{}
-	mr := managed.NewReconciler(reconcilerManager{Manager: mgr, conflicts: cf}, k.Kind, append(opts, k.Options...)...)
+	mr := managed.NewReconciler(noOpSkippingManager{Manager: mgr, conflicts: cf}, k.Kind, append(opts, k.Options...)...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).

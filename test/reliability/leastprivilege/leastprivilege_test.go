@@ -254,7 +254,7 @@ func configRollout(t *testing.T) {
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {
 			t.Fatal(err)
 		}
-		if _, claimed := w.GetAnnotations()[configrollout.AnnotationClaim]; claimed {
+		if _, claimed := w.GetAnnotations()[configrollout.AnnotationLock]; claimed {
 			t.Errorf("%s still claimed after its ConfigRollout went", w.GetName())
 		}
 	}
