@@ -147,7 +147,83 @@ type ChaosAgentParameters struct {
 	// +optional
 	// +kubebuilder:default=true
 	RevertOnDelete *bool `json:"revertOnDelete,omitempty"`
+
+	// SteadyState says what healthy means in the target namespaces. Before
+	// every round the agent checks it, and while it does not hold the agent
+	// pauses: it takes no action, sets the Acting condition to False with
+	// reason SteadyStateViolated and records an event saying which workload
+	// or pod broke it. It resumes at the first round at which it holds again.
+	// Without it, the agent acts whatever the state of its targets.
+	// +optional
+	SteadyState *SteadyState `json:"steadyState,omitempty"`
+
+	// RecoveryTimeout bounds how long a workload the agent disturbed may take
+	// to be whole again. For every pod it kills that belongs to a Deployment
+	// or StatefulSet, and every Deployment it scales, the agent measures the
+	// time until the workload has all its desired replicas updated and
+	// available again, and reports it per workload in status.atProvider.verdicts
+	// and in the metric clusterops_chaos_recovery_seconds. An action the
+	// workload has not recovered from within recoveryTimeout counts as
+	// unrecovered (metric clusterops_chaos_unrecovered_total). Between 1s and
+	// 24h.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$')",message="recoveryTimeout is a duration such as 30s, 5m or 1h"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || (duration(self) >= duration('1s') && duration(self) <= duration('24h'))",message="recoveryTimeout must be between 1s and 24h"
+	RecoveryTimeout *metav1.Duration `json:"recoveryTimeout,omitempty"`
 }
+
+// SteadyState is what healthy means in an agent's target namespaces, in
+// signals Kubernetes already reports. Every check that is set must hold.
+// +kubebuilder:validation:XValidation:rule="has(self.minAvailablePercent) || (has(self.noCrashLoops) && self.noCrashLoops)",message="steadyState: set minAvailablePercent, noCrashLoops: true, or both; an empty steadyState guards nothing"
+type SteadyState struct {
+	// MinAvailablePercent holds while every Deployment and StatefulSet in the
+	// target namespaces that selector matches has at least this percent of
+	// its desired replicas available (rounded up: 50 of 3 replicas needs 2).
+	// Workloads scaled to zero always hold. A Deployment cancerMode just
+	// scaled up counts its new replicas too, so the agent waits until they
+	// are available. 1 to 100.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	MinAvailablePercent *int32 `json:"minAvailablePercent,omitempty"`
+
+	// NoCrashLoops holds while no pod in the target namespaces that selector
+	// matches has a container (or init container) waiting in
+	// CrashLoopBackOff.
+	// +optional
+	NoCrashLoops bool `json:"noCrashLoops,omitempty"`
+
+	// Selector narrows the Deployments, StatefulSets and pods the checks look
+	// at to those whose labels match. Without it, all of them in the target
+	// namespaces are looked at, whatever the mode selectors say.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="steadyState.selector.matchExpressions[].operator must be one of In, NotIn, Exists, DoesNotExist"
+	Selector *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// AnnotationStop is the kill switch. Set on a Namespace, no ChaosAgent acts
+// in that namespace; set on the ClusterProviderConfig or ProviderConfig an
+// agent uses, that agent acts nowhere. Any value but "false" stops; the value
+// is quoted in the agent's status as the reason, so say why, for example
+// kubectl annotate namespace shop chaos.clusterops.io/stop="INC-4711". Both
+// switches are checked before every single action, not only at the next
+// round.
+const AnnotationStop = Group + "/stop"
+
+// TypeActing is the condition that says whether a ChaosAgent acts: True
+// while its rounds may act, False with one of the Reason* below while it is
+// stopped or paused. It leaves Ready alone: a stopped agent is healthy.
+const TypeActing xpv2.ConditionType = "Acting"
+
+// Reasons of the Acting condition.
+const (
+	ReasonActing              xpv2.ConditionReason = "Acting"
+	ReasonQuietWindow         xpv2.ConditionReason = "QuietWindow"
+	ReasonStoppedByConfig     xpv2.ConditionReason = "StoppedByConfig"
+	ReasonStoppedByNamespace  xpv2.ConditionReason = "StoppedByNamespace"
+	ReasonSteadyStateViolated xpv2.ConditionReason = "SteadyStateViolated"
+)
 
 // A Weekday names a day of the week, in full or by its first three letters.
 // +kubebuilder:validation:Enum=Monday;Tuesday;Wednesday;Thursday;Friday;Saturday;Sunday;Mon;Tue;Wed;Thu;Fri;Sat;Sun
@@ -257,6 +333,91 @@ type ChaosAgentObservation struct {
 	// LastRoundSummary says what the last round did, or why it did nothing.
 	// +optional
 	LastRoundSummary string `json:"lastRoundSummary,omitempty"`
+
+	// StoppedNamespaces are the target namespaces the last round left alone
+	// because they carry the chaos.clusterops.io/stop annotation; at most 64
+	// are listed.
+	// +optional
+	// +kubebuilder:validation:MaxItems=64
+	StoppedNamespaces []string `json:"stoppedNamespaces,omitempty"`
+
+	// Verdicts say, per workload the agent disturbed, how quickly it was
+	// whole again; at most 20 workloads are kept, those disturbed longest
+	// ago are dropped first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=20
+	Verdicts []WorkloadVerdict `json:"verdicts,omitempty"`
+}
+
+// Verdicts of a workload, as recorded in status.atProvider.verdicts.
+const (
+	// VerdictResilient: the workload recovered from the latest action it has
+	// settled within recoveryTimeout, and none is pending.
+	VerdictResilient = "Resilient"
+	// VerdictRecovering: the workload has not yet recovered from an action,
+	// and recoveryTimeout has not passed.
+	VerdictRecovering = "Recovering"
+	// VerdictUnrecovered: the latest action settled ran out of
+	// recoveryTimeout before the workload was whole again.
+	VerdictUnrecovered = "Unrecovered"
+)
+
+// A WorkloadVerdict is how a workload the agent disturbed came back. A
+// workload is whole when its controller has seen its latest spec and all its
+// desired replicas are updated and available.
+type WorkloadVerdict struct {
+	// Kind of the workload: Deployment or StatefulSet.
+	Kind string `json:"kind"`
+	// Namespace and Name of the workload.
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+
+	// Verdict is Resilient, Recovering or Unrecovered.
+	Verdict string `json:"verdict"`
+
+	// Disruptions counts the agent's actions on the workload: pods killed and
+	// scale-ups.
+	// +optional
+	Disruptions int64 `json:"disruptions,omitempty"`
+	// Recovered counts the actions the workload recovered from within
+	// recoveryTimeout.
+	// +optional
+	Recovered int64 `json:"recovered,omitempty"`
+	// Unrecovered counts the actions it did not recover from within
+	// recoveryTimeout.
+	// +optional
+	Unrecovered int64 `json:"unrecovered,omitempty"`
+
+	// RecentRecoveries are the times to recover after the latest actions,
+	// newest last; at most 10 are kept. They are measured when the agent
+	// looks, every tenth of its interval (at least 1s, at most 10s) while a
+	// recovery is pending, so each may be late by up to that much; none is
+	// shorter than 1s, as a workload's status lags its pods by a moment.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	RecentRecoveries []metav1.Duration `json:"recentRecoveries,omitempty"`
+	// P50 is the median of recentRecoveries.
+	// +optional
+	P50 *metav1.Duration `json:"p50,omitempty"`
+	// Max is the longest of recentRecoveries.
+	// +optional
+	Max *metav1.Duration `json:"max,omitempty"`
+
+	// Pending are the times of the actions the workload has not recovered
+	// from yet; at most 10, the oldest settled as unrecovered first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Pending []metav1.MicroTime `json:"pending,omitempty"`
+
+	// LastDisruptionTime is when the agent last disturbed the workload.
+	LastDisruptionTime metav1.Time `json:"lastDisruptionTime"`
+	// LastRecoveryTime is when the workload was last seen whole again after
+	// an action.
+	// +optional
+	LastRecoveryTime *metav1.Time `json:"lastRecoveryTime,omitempty"`
+	// LastUnrecoveredTime is when an action last ran out of recoveryTimeout.
+	// +optional
+	LastUnrecoveredTime *metav1.Time `json:"lastUnrecoveredTime,omitempty"`
 }
 
 // A ChaosAgentSpec defines the desired state of a ChaosAgent. A ChaosAgent
@@ -279,7 +440,10 @@ type ChaosAgentStatus struct {
 // (tantrumMode), doubles the replicas of random Deployments (cancerMode) and
 // overwrites random ConfigMaps with lorem ipsum (ipsumMode), only in the
 // namespaces it may reach, within the limits it is given, and reverts what it
-// changed when it is deleted. It has no connection details, so
+// changed when it is deleted. It pauses while its steadyState does not hold,
+// stops before its next action once its namespace or its config carries the
+// chaos.clusterops.io/stop annotation, and reports per disturbed workload how
+// long it took to recover. It has no connection details, so
 // spec.writeConnectionSecretToRef is refused.
 // +kubebuilder:printcolumn:name="TANTRUM",type="boolean",JSONPath=".spec.forProvider.tantrumMode"
 // +kubebuilder:printcolumn:name="TOLERANCE",type="integer",JSONPath=".spec.forProvider.podTolerance"
@@ -288,6 +452,8 @@ type ChaosAgentStatus struct {
 // +kubebuilder:printcolumn:name="EAGERNESS",type="integer",JSONPath=".spec.forProvider.eagerness"
 // +kubebuilder:printcolumn:name="ROUNDS",type="integer",JSONPath=".status.atProvider.roundsRun",priority=1
 // +kubebuilder:printcolumn:name="LAST-ROUND",type="string",JSONPath=".status.atProvider.lastRoundSummary",priority=1
+// +kubebuilder:printcolumn:name="ACTING",type="string",JSONPath=".status.conditions[?(@.type=='Acting')].status"
+// +kubebuilder:printcolumn:name="WHY",type="string",JSONPath=".status.conditions[?(@.type=='Acting')].reason",priority=1
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"

@@ -26,6 +26,9 @@ type outcome struct {
 	action *v1alpha1.ChaosAction
 	target client.Object
 	note   string
+	// workload is the Deployment or StatefulSet the action disturbed, whose
+	// recovery the agent measures; nil when it disturbed none.
+	workload *WorkloadRef
 }
 
 // act carries out a planned action, or in a dry run only reads what it would
@@ -59,6 +62,7 @@ func (e *external) killPod(ctx context.Context, a Action, rec *v1alpha1.ChaosAct
 		rec.After = afterKill(a.Kind)
 		return outcome{action: rec, target: pod}, nil
 	}
+	w := e.workloadOf(ctx, pod)
 	// The UID precondition makes sure the pod killed is the pod chosen, not a successor.
 	var err error
 	if a.Kind == v1alpha1.ActionEvictPod {
@@ -69,7 +73,7 @@ func (e *external) killPod(ctx context.Context, a Action, rec *v1alpha1.ChaosAct
 	switch {
 	case err == nil:
 		rec.After = afterKill(a.Kind)
-		return outcome{action: rec, target: pod}, nil
+		return outcome{action: rec, target: pod, workload: w}, nil
 	case kerrors.IsTooManyRequests(err):
 		// A PodDisruptionBudget said no: reported, never forced.
 		rec.Action, rec.After = v1alpha1.ActionEvictionRefused, string(pod.Status.Phase)
@@ -121,7 +125,7 @@ func (e *external) scale(ctx context.Context, b *backup, s Spec, a Action, rec *
 	case note != "":
 		return outcome{note: note}, nil
 	}
-	return outcome{action: rec, target: d}, nil
+	return outcome{action: rec, target: d, workload: &WorkloadRef{Kind: kindDeploymentName, Namespace: a.Namespace, Name: a.Name}}, nil
 }
 
 func (e *external) rewrite(ctx context.Context, b *backup, a Action, rec *v1alpha1.ChaosAction, round int64, dry bool) (outcome, error) {

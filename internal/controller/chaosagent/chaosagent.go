@@ -38,7 +38,10 @@ const (
 )
 
 // Setup adds the ChaosAgent controller to mgr. Agents watch nothing: each is
-// re-polled when its next round is due.
+// re-polled when its next round is due, or sooner while it waits for a
+// workload it disturbed to recover. Kill switches are read from the manager's
+// cache: configs through the informer the resolver already uses, namespaces
+// through one metadata-only informer shared by every agent.
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	mem := newMemory()
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ChaosAgent]{
@@ -47,17 +50,29 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		Object:    &v1alpha1.ChaosAgent{},
 		List:      &v1alpha1.ChaosAgentList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ChaosAgent) managed.TypedExternalClient[*v1alpha1.ChaosAgent] {
-			return &external{cluster: c, record: rec, now: time.Now, memory: mem, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
+			return &external{cluster: c, kube: mgr.GetClient(), record: rec, now: time.Now, memory: mem, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
 		},
 		PollHook: untilNextRound(time.Now),
 	})
 }
 
 // untilNextRound brings the next reconcile forward to the agent's next round,
-// so agents run at their own interval, not at the provider's poll interval.
+// so agents run at their own interval, not at the provider's poll interval;
+// while a recovery is waited for, to the next probe if that is sooner.
 func untilNextRound(now func() time.Time) managed.PollIntervalHook {
-	return managedkind.PollUntil(now, func(ca *v1alpha1.ChaosAgent, _ time.Time) (time.Time, bool) {
-		if t := ca.Status.AtProvider.NextRoundTime; t != nil {
+	return managedkind.PollUntil(now, func(ca *v1alpha1.ChaosAgent, now time.Time) (time.Time, bool) {
+		o := ca.Status.AtProvider
+		if pending(o.Verdicts) {
+			interval := ca.Spec.ForProvider.Interval.Duration
+			if interval <= 0 {
+				interval = defaultInterval
+			}
+			probe := now.Add(ProbeEvery(interval))
+			if o.NextRoundTime == nil || probe.Before(o.NextRoundTime.Time) {
+				return probe, true
+			}
+		}
+		if t := o.NextRoundTime; t != nil {
 			return t.Time, true
 		}
 		return time.Time{}, false
@@ -66,9 +81,12 @@ func untilNextRound(now func() time.Time) managed.PollIntervalHook {
 
 type external struct {
 	cluster *target.Cluster
-	record  event.Recorder
-	now     func() time.Time
-	memory  *memory
+	// kube reads the control plane from the manager's cache: the agent's
+	// config and, when the target is the provider's own cluster, namespaces.
+	kube   client.Reader
+	record event.Recorder
+	now    func() time.Time
+	memory *memory
 	// evict evicts a pod through the Eviction API.
 	evict func(ctx context.Context, p *corev1.Pod) error
 }
@@ -84,6 +102,7 @@ type external struct {
 func (e *external) Observe(ctx context.Context, ca *v1alpha1.ChaosAgent) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(ca) {
 		e.memory.forget(ca)
+		forgetMetrics(ca)
 		b := e.backup(ca)
 		if err := b.load(ctx); err != nil {
 			return managed.ExternalObservation{}, err
@@ -96,17 +115,42 @@ func (e *external) Observe(ctx context.Context, ca *v1alpha1.ChaosAgent) (manage
 		return managed.ExternalObservation{}, errors.Wrap(err, "invalid spec.forProvider")
 	}
 	e.memory.recall(ca)
+	// Recoveries are measured whatever else happens: a stopped agent's
+	// verdicts matter most.
+	if err := e.probe(ctx, ca, s); err != nil {
+		return managed.ExternalObservation{}, err
+	}
 	o := &ca.Status.AtProvider
 	now := e.now()
 	due := now
 	if o.LastRoundTime != nil {
 		due = o.LastRoundTime.Add(s.Interval)
 	}
+	st, err := e.configStop(ctx, ca)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if st != nil {
+		// Looked at again when the next round would be due.
+		msg := st.String()
+		e.acting(ca, st.reason, msg)
+		o.LastRoundSummary = "nothing happened: " + msg
+		next := metav1.NewTime(due)
+		if !due.After(now) {
+			next = metav1.NewTime(now.Add(s.Interval))
+		}
+		o.NextRoundTime = &next
+		if o.LastRoundTime == nil {
+			ca.SetConditions(xpv2.Unavailable().WithMessage("no round has run yet: " + msg))
+		}
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	}
 	if quiet, until := Quiet(s.Windows, now); quiet {
 		msg := "quiet window until " + until.UTC().Format(time.RFC3339)
 		if !strings.HasPrefix(o.LastRoundSummary, "nothing happened: quiet window") {
 			e.record.Event(ca, event.Normal(reasonQuiet, "Nothing happens: "+msg))
 		}
+		e.acting(ca, v1alpha1.ReasonQuietWindow, msg)
 		o.LastRoundSummary = "nothing happened: " + msg
 		next := metav1.NewTime(latest(until, due))
 		o.NextRoundTime = &next
@@ -142,7 +186,7 @@ func latest(a, b time.Time) time.Time {
 // anything.
 func mayUpdate(ca *v1alpha1.ChaosAgent) bool {
 	p := ca.GetManagementPolicies()
-	return len(p) == 0 || slices.Contains(p, xpv2.ManagementActionAll) || slices.Contains(p, xpv2.ManagementActionUpdate)
+	return managed.NewManagementPoliciesResolver(len(p) > 0, p).ShouldUpdate()
 }
 
 // Create runs a round. Observe never reports an agent missing, so the managed
@@ -191,7 +235,9 @@ func (e *external) check(ctx context.Context) checkFn {
 }
 
 // round decides and carries out one round, and records it in status. In a dry
-// run it only reads.
+// run it only reads. Namespaces whose kill switch is on are left out, the
+// steady-state guard is checked before anything is decided, and both kill
+// switches are read again before every single action.
 func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, dry bool) error {
 	now := e.now()
 	o := &ca.Status.AtProvider
@@ -199,11 +245,52 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 	if err != nil {
 		return err
 	}
-	w, err := e.world(ctx, s, namespaces, now)
+	active, stopped, err := e.unstopped(ctx, namespaces)
 	if err != nil {
 		return err
 	}
+	o.StoppedNamespaces = nil
+	if len(stopped) > 0 {
+		o.StoppedNamespaces = slices.Clone(stopped[:min(len(stopped), maxStoppedNamespaces)])
+		notes = append(notes, fmt.Sprintf("stopped by the %s annotation in namespace(s) %s", v1alpha1.AnnotationStop, strings.Join(o.StoppedNamespaces, ", ")))
+	}
 	round := o.RoundsRun + 1
+	finish := func(done []v1alpha1.ChaosAction, reasons []string) {
+		t := metav1.NewTime(now)
+		next := metav1.NewTime(now.Add(s.Interval))
+		o.RoundsRun, o.LastRoundTime, o.NextRoundTime, o.TargetNamespaces = round, &t, &next, namespaces
+		o.LastRoundSummary = summarize(done, reasons)
+		e.memory.remember(ca)
+		if !slices.ContainsFunc(done, func(a v1alpha1.ChaosAction) bool { return a.Action != v1alpha1.ActionEvictionRefused }) {
+			e.record.Event(ca, event.Normal(reasonNothingHappened, upperFirst(o.LastRoundSummary)))
+		}
+		switch {
+		case len(namespaces) == 0:
+			ca.SetConditions(xpv2.Unavailable().WithMessage("no namespace to act in: " + strings.Join(notes, "; ")))
+		default:
+			ca.SetConditions(xpv2.Available())
+		}
+	}
+	if len(namespaces) > 0 && len(active) == 0 {
+		msg := fmt.Sprintf("stopped by the %s annotation on every target namespace (%s)", v1alpha1.AnnotationStop, strings.Join(o.StoppedNamespaces, ", "))
+		e.acting(ca, v1alpha1.ReasonStoppedByNamespace, msg)
+		finish(nil, notes)
+		return nil
+	}
+	violations, err := e.steady(ctx, s.Steady, active)
+	if err != nil {
+		return err
+	}
+	if len(violations) > 0 {
+		msg := "paused: steady state does not hold: " + strings.Join(violations, "; ")
+		e.acting(ca, v1alpha1.ReasonSteadyStateViolated, msg)
+		finish(nil, append(notes, msg))
+		return nil
+	}
+	w, err := e.world(ctx, s, active, now)
+	if err != nil {
+		return err
+	}
 	seed := uint64(now.UnixNano()) //nolint:gosec // Any bits will do.
 	if s.Seed != nil {
 		seed = uint64(*s.Seed) //nolint:gosec // Any bits will do.
@@ -221,7 +308,28 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 	}
 	var done []v1alpha1.ChaosAction
 	var errs []error
+	var halted *stop
 	for _, a := range plan.Actions {
+		// The switches may have been thrown since the round began.
+		st, err := e.mayAct(ctx, ca, a.Namespace)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if st != nil {
+			reasons = append(reasons, fmt.Sprintf("%s %s/%s left alone: %s", a.Kind, a.Namespace, a.Name, st))
+			if st.reason == v1alpha1.ReasonStoppedByConfig {
+				halted = st
+				break
+			}
+			if !slices.Contains(stopped, a.Namespace) {
+				stopped = append(stopped, a.Namespace)
+				o.StoppedNamespaces = slices.Clone(stopped[:min(len(stopped), maxStoppedNamespaces)])
+			}
+			continue
+		}
+		// Recovery is timed from just before the write that disturbs.
+		at := e.now()
 		out, err := e.act(ctx, b, s, a, round, now, dry)
 		if err != nil {
 			errs = append(errs, err)
@@ -238,24 +346,40 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 		e.announce(ca, out.target, event.Normal(event.Reason(out.action.Action), upperFirst(describe(*out.action))), out.action.DryRun)
 		if !out.action.DryRun {
 			actionsTotal.WithLabelValues(ca.GetNamespace()+"/"+ca.GetName(), out.action.Action, out.action.Namespace).Inc()
+			if out.workload != nil && out.action.Action != v1alpha1.ActionEvictionRefused {
+				o.Verdicts = Disturbed(o.Verdicts, *out.workload, at)
+			}
 		}
 	}
-
-	t := metav1.NewTime(now)
-	next := metav1.NewTime(now.Add(s.Interval))
-	o.RoundsRun, o.LastRoundTime, o.NextRoundTime, o.TargetNamespaces = round, &t, &next, namespaces
-	o.LastRoundSummary = summarize(done, reasons)
-	e.memory.remember(ca)
-	if !slices.ContainsFunc(done, func(a v1alpha1.ChaosAction) bool { return a.Action != v1alpha1.ActionEvictionRefused }) {
-		e.record.Event(ca, event.Normal(reasonNothingHappened, upperFirst(o.LastRoundSummary)))
-	}
 	switch {
-	case len(namespaces) == 0:
-		ca.SetConditions(xpv2.Unavailable().WithMessage("no namespace to act in: " + strings.Join(notes, "; ")))
+	case halted != nil:
+		e.acting(ca, halted.reason, halted.String())
+	case len(namespaces) > 0 && len(stopped) >= len(namespaces):
+		e.acting(ca, v1alpha1.ReasonStoppedByNamespace, fmt.Sprintf("stopped by the %s annotation on every target namespace (%s)", v1alpha1.AnnotationStop, strings.Join(o.StoppedNamespaces, ", ")))
+	case len(stopped) > 0:
+		e.acting(ca, v1alpha1.ReasonActing, fmt.Sprintf("acting, but not in namespace(s) %s: stopped by the %s annotation", strings.Join(o.StoppedNamespaces, ", "), v1alpha1.AnnotationStop))
 	default:
-		ca.SetConditions(xpv2.Available())
+		e.acting(ca, v1alpha1.ReasonActing, "")
 	}
+	finish(done, reasons)
 	return errors.Join(errs...)
+}
+
+// unstopped splits namespaces into those the agent may act in and those whose
+// kill switch is on.
+func (e *external) unstopped(ctx context.Context, namespaces []string) (active, stopped []string, err error) {
+	for _, ns := range namespaces {
+		st, err := e.namespaceStop(ctx, ns)
+		if err != nil {
+			return nil, nil, err
+		}
+		if st != nil {
+			stopped = append(stopped, ns)
+			continue
+		}
+		active = append(active, ns)
+	}
+	return active, stopped, nil
 }
 
 // world reads the candidates of the enabled modes in the given namespaces.

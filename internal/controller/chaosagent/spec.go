@@ -18,6 +18,10 @@ const (
 	defaultEagerness   = 50
 	defaultInterval    = time.Minute
 	minInterval        = time.Second
+
+	defaultRecoveryTimeout = 5 * time.Minute
+	minRecoveryTimeout     = time.Second
+	maxRecoveryTimeout     = 24 * time.Hour
 )
 
 // Spec is a ChaosAgent's parameters, parsed and defaulted.
@@ -43,6 +47,20 @@ type Spec struct {
 
 	Evict, DryRun, Revert bool
 	Seed                  *int64
+
+	// Steady is nil when the agent has no steady-state guard.
+	Steady *Steady
+	// RecoveryTimeout bounds the wait for a disturbed workload to be whole.
+	RecoveryTimeout time.Duration
+}
+
+// Steady is a parsed steady-state guard.
+type Steady struct {
+	// MinAvailablePercent is 0 when availability is not checked.
+	MinAvailablePercent int
+	NoCrashLoops        bool
+	// Selector selects everything when the guard sets none.
+	Selector labels.Selector
 }
 
 // Compile parses and defaults a ChaosAgent's parameters.
@@ -104,6 +122,16 @@ func Compile(p v1alpha1.ChaosAgentParameters) (Spec, error) {
 	if s.ConfigMapSelector, err = selector(p.ConfigMapSelector, "configMapSelector"); err != nil {
 		return s, err
 	}
+	if s.Steady, err = compileSteady(p.SteadyState); err != nil {
+		return s, err
+	}
+	s.RecoveryTimeout = defaultRecoveryTimeout
+	if p.RecoveryTimeout != nil {
+		s.RecoveryTimeout = p.RecoveryTimeout.Duration
+	}
+	if s.RecoveryTimeout < minRecoveryTimeout || s.RecoveryTimeout > maxRecoveryTimeout {
+		return s, errors.Errorf("recoveryTimeout %s is outside %s to %s", s.RecoveryTimeout, minRecoveryTimeout, maxRecoveryTimeout)
+	}
 	for i, w := range p.QuietWindows {
 		pw, err := ParseWindow(w)
 		if err != nil {
@@ -121,4 +149,25 @@ func selector(ls *metav1.LabelSelector, field string) (labels.Selector, error) {
 	}
 	s, err := metav1.LabelSelectorAsSelector(ls)
 	return s, errors.Wrapf(err, "%s is invalid", field)
+}
+
+func compileSteady(p *v1alpha1.SteadyState) (*Steady, error) {
+	if p == nil {
+		return nil, nil
+	}
+	st := &Steady{NoCrashLoops: p.NoCrashLoops}
+	if p.MinAvailablePercent != nil {
+		st.MinAvailablePercent = int(*p.MinAvailablePercent)
+		if st.MinAvailablePercent < 1 || st.MinAvailablePercent > 100 {
+			return nil, errors.Errorf("steadyState.minAvailablePercent %d is outside 1–100", st.MinAvailablePercent)
+		}
+	}
+	if st.MinAvailablePercent == 0 && !st.NoCrashLoops {
+		return nil, errors.New("steadyState: set minAvailablePercent, noCrashLoops: true, or both")
+	}
+	var err error
+	if st.Selector, err = selector(p.Selector, "steadyState.selector"); err != nil {
+		return nil, err
+	}
+	return st, nil
 }

@@ -52,6 +52,26 @@ func TestCompile(t *testing.T) {
 			params: v1alpha1.ChaosAgentParameters{TantrumMode: true, PodSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Equals"}}}},
 			want:   want{err: "podSelector is invalid"},
 		},
+		"EmptySteadyState": {
+			reason: "A steady state that checks nothing is refused.",
+			params: v1alpha1.ChaosAgentParameters{TantrumMode: true, SteadyState: &v1alpha1.SteadyState{}},
+			want:   want{err: "steadyState: set minAvailablePercent, noCrashLoops: true, or both"},
+		},
+		"SteadyStatePercent": {
+			reason: "minAvailablePercent is a percentage.",
+			params: v1alpha1.ChaosAgentParameters{TantrumMode: true, SteadyState: &v1alpha1.SteadyState{MinAvailablePercent: ptr.To[int32](0)}},
+			want:   want{err: "steadyState.minAvailablePercent 0 is outside 1–100"},
+		},
+		"SteadyStateSelector": {
+			reason: "A steady state's bad selector is refused, naming the field.",
+			params: v1alpha1.ChaosAgentParameters{TantrumMode: true, SteadyState: &v1alpha1.SteadyState{NoCrashLoops: true, Selector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Equals"}}}}},
+			want:   want{err: "steadyState.selector is invalid"},
+		},
+		"RecoveryTimeout": {
+			reason: "recoveryTimeout is between 1s and 24h.",
+			params: v1alpha1.ChaosAgentParameters{TantrumMode: true, RecoveryTimeout: &metav1.Duration{Duration: 25 * time.Hour}},
+			want:   want{err: "recoveryTimeout 25h0m0s is outside 1s to 24h0m0s"},
+		},
 		"BadWindow": {
 			reason: "A malformed quiet window is refused, naming its index.",
 			params: v1alpha1.ChaosAgentParameters{TantrumMode: true, QuietWindows: []v1alpha1.QuietWindow{{Start: "09:00", End: "17:00"}, {Start: "nine", End: "17:00"}}},
