@@ -42,6 +42,9 @@ func TestRuntimeProblems(t *testing.T) {
 		message []string
 		// event is the Warning event's reason.
 		event string
+		// retried is whether the problem is an error the managed reconciler
+		// retries with backoff; a missing source is no error, it is waited for.
+		retried bool
 	}
 	cases := map[string]problem{
 		"MissingSource": {
@@ -61,6 +64,7 @@ func TestRuntimeProblems(t *testing.T) {
 			condition: "Synced",
 			message:   []string{`namespace "kube-system" is out of reach`},
 			event:     "CannotObserveExternalResource",
+			retried:   true,
 		},
 		"ConflictingObject": {
 			reason: "An AppBundle whose Deployment name is taken by someone else's Deployment leaves it alone and says so.",
@@ -71,6 +75,7 @@ func TestRuntimeProblems(t *testing.T) {
 			condition: "Synced",
 			message:   []string{`Deployment "taken" exists and was not created by this AppBundle`, "adoptExisting"},
 			event:     "CannotObserveExternalResource",
+			retried:   true,
 		},
 		"MissingProviderConfig": {
 			reason: "A managed resource naming a ProviderConfig that does not exist says which one.",
@@ -80,6 +85,7 @@ func TestRuntimeProblems(t *testing.T) {
 			condition: "Synced",
 			message:   []string{`"nowhere"`, "does not exist"},
 			event:     "CannotConnectToProvider",
+			retried:   true,
 		},
 		"BadKubeconfigSecret": {
 			reason: "A managed resource whose config's kubeconfig Secret holds garbage says which Secret and key.",
@@ -91,6 +97,7 @@ func TestRuntimeProblems(t *testing.T) {
 			condition: "Synced",
 			message:   []string{`key "config" of Secret`, "does not hold a valid kubeconfig"},
 			event:     "CannotConnectToProvider",
+			retried:   true,
 		},
 	}
 
@@ -137,6 +144,11 @@ func TestRuntimeProblems(t *testing.T) {
 				mrBefore, evBefore := len(env.ManagerWrites.Writes(mrPath)), len(env.ManagerWrites.Writes(evPath))
 				time.Sleep(stormWindow) //nolint:forbidigo // Counting what happens in a window, not waiting for something.
 				mr, evs := len(env.ManagerWrites.Writes(mrPath))-mrBefore, len(env.ManagerWrites.Writes(evPath))-evBefore
+				// Retried: each retry records its Warning event again. Without one
+				// in the window, the bound below would hold for want of a retry.
+				if tc.retried && evs == 0 {
+					t.Errorf("\n%s\nno retry in %s after the problem showed (no Warning event written): want it retried with backoff", tc.reason, stormWindow)
+				}
 				if mr > stormBound || evs > stormBound {
 					t.Errorf("\n%s\nin %s after the problem showed, %d writes of %s and %d of its events; want at most %d each", tc.reason, stormWindow, mr, u.GetName(), evs, stormBound)
 				}

@@ -17,6 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
 	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
@@ -39,13 +42,17 @@ func TestMain(m *testing.M) {
 // did not report is still repaired.
 type pollCost struct {
 	mr    client.Object
+	kind  string // the GroupKind, which names its controller
 	reads int
 }
 
 // TestPollRoundCost checks what a poll of a converged managed resource of
 // each kind costs the API server. The safety-net poll re-checks every
 // resource; with thousands of them its cost is the provider's idle cost.
-// A label change makes the managed reconciler run once, as a poll does.
+// A label change makes the managed reconciler run once, as a poll does; the
+// requests are counted once that reconcile has run (its controller's
+// controller_runtime_reconcile_total moved by one) and nothing is queued, so
+// "nothing written" is what the poll did, not a quiet moment before it.
 func TestPollRoundCost(t *testing.T) {
 	reachable := map[string]string{"clusterops.io/reachable": "true"}
 	ns := env.Namespace(t, "pollcost", reachable)
@@ -64,36 +71,59 @@ func TestPollRoundCost(t *testing.T) {
 		}})
 	costs := []pollCost{
 		{mr: &workloadv1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Name: "immortal", Namespace: ns},
-			Spec: workloadv1alpha1.ImmortalContainerSpec{ForProvider: workloadv1alpha1.ImmortalContainerParameters{Image: "nginx"}}}, reads: 1},
+			Spec: workloadv1alpha1.ImmortalContainerSpec{ForProvider: workloadv1alpha1.ImmortalContainerParameters{Image: "nginx"}}}, kind: workloadv1alpha1.ImmortalContainerGroupKind, reads: 1},
 		{mr: &workloadv1alpha1.AppBundle{ObjectMeta: metav1.ObjectMeta{Name: "bundle", Namespace: ns},
-			Spec: workloadv1alpha1.AppBundleSpec{ForProvider: workloadv1alpha1.AppBundleParameters{Image: "nginx"}}}, reads: 3},
+			Spec: workloadv1alpha1.AppBundleSpec{ForProvider: workloadv1alpha1.AppBundleParameters{Image: "nginx"}}}, kind: workloadv1alpha1.AppBundleGroupKind, reads: 3},
 		{mr: &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "rollout", Namespace: ns},
 			Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
 				ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},
 				Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}},
-			}}}, reads: 2},
+			}}}, kind: workloadv1alpha1.ConfigRolloutGroupKind, reads: 2},
 		{mr: &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Name: "copy", Namespace: ns},
 			Spec: copyv1alpha1.CopyRuleSpec{ForProvider: copyv1alpha1.CopyRuleParameters{
 				Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{dst},
-			}}}, reads: 2},
+			}}}, kind: copyv1alpha1.CopyRuleGroupKind, reads: 2},
 		{mr: &chaosv1alpha1.ChaosAgent{ObjectMeta: metav1.ObjectMeta{Name: "chaos", Namespace: ns},
 			Spec: chaosv1alpha1.ChaosAgentSpec{ForProvider: chaosv1alpha1.ChaosAgentParameters{
 				TantrumMode: true, PodTolerance: 1000, Eagerness: 1, DryRun: true,
 				Interval: metav1.Duration{Duration: time.Hour},
-			}}}, reads: 0},
+			}}}, kind: chaosv1alpha1.ChaosAgentGroupKind, reads: 0},
 	}
 	for _, c := range costs {
 		create(t, c.mr)
 	}
-	// A create is followed by a requeue the controller's rate limiter delays
-	// by a second or more: wait that out before counting.
+	// Converged first: every managed resource Synced (its last reconcile
+	// succeeded). A create is followed by
+	// a requeue the controller's rate limiter delays by a second or more, which
+	// no queue shows while it waits: wait that out too before counting.
+	for _, c := range costs {
+		testenv.Eventually(t, wait, c.kind+" "+c.mr.GetName()+" to be Synced", func(ctx context.Context) (bool, error) {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c.mr), c.mr); err != nil {
+				return false, err
+			}
+			cond, ok := c.mr.(interface {
+				GetCondition(xpv2.ConditionType) xpv2.Condition
+			})
+			return ok && cond.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, nil
+		})
+	}
 	quiet(t, 3*time.Second)
+	testenv.WaitIdle(t, wait)
 	for i, c := range costs {
 		kind := fmt.Sprintf("%T", c.mr)
+		controller := managed.ControllerName(c.kind)
+		before, err := testenv.Reconciles(controller)
+		if err != nil {
+			t.Fatal(err)
+		}
 		m, r := env.ManagerWrites.Len(), env.Requests.Len()
 		o, _ := c.mr.DeepCopyObject().(client.Object)
 		env.Update(t, o, func() { o.SetLabels(map[string]string{"poked": fmt.Sprint(i)}) })
-		quiet(t, time.Second)
+		// Proof that the poll ran, to its end, before what it sent is counted.
+		after := testenv.WaitReconciled(t, wait, controller, before)
+		if after-before != 1 {
+			t.Errorf("%s: the label change caused %v reconciles, want 1: the counts below are not one poll's", kind, after-before)
+		}
 		sent := append(env.ManagerWrites.Since(m), env.Requests.Since(r)...)
 		var writes, reads []string
 		for _, s := range sent {
@@ -106,7 +136,7 @@ func TestPollRoundCost(t *testing.T) {
 			}
 		}
 		sort.Strings(reads)
-		t.Logf("%s: %d writes %v, %d reads %v", kind, len(writes), writes, len(reads), reads)
+		t.Logf("%s: %v reconcile: %d writes %v, %d reads %v", kind, after-before, len(writes), writes, len(reads), reads)
 		if len(writes) > 0 {
 			t.Errorf("%s: a poll of a converged resource wrote %v; want nothing", kind, writes)
 		}

@@ -6,14 +6,18 @@ package fight
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
@@ -91,13 +95,36 @@ func writesSince(n int, parts ...string) []string {
 // mark is where the request log is now.
 func mark() int { return len(env.Requests.Writes()) }
 
-// quiet observes the provider for a fixed window and fails the test if it
-// writes to a path containing parts: a settled managed resource must not.
-func quiet(t *testing.T, what string, parts ...string) {
+// settled makes the provider reconcile mr once more and checks that it wrote
+// nothing to a path containing parts: a settled managed resource must not.
+// A label on mr brings the reconcile; the check waits until its controller
+// has finished it and nothing is queued, so "nothing written" is what that
+// reconcile did, not a quiet moment.
+func settled(t *testing.T, what string, mr client.Object, kind string, parts ...string) {
 	t.Helper()
+	controller := managed.ControllerName(kind)
+	testenv.WaitIdle(t, wait)
 	n := mark()
-	time.Sleep(3 * time.Second) // An observation window, not a wait for something to happen.
+	before, err := testenv.Reconciles(controller)
+	if err != nil {
+		t.Fatal(err)
+	}
+	poke(t, mr)
+	after := testenv.WaitReconciled(t, wait, controller, before)
 	if w := writesSince(n, parts...); len(w) > 0 {
-		t.Errorf("%s: the provider wrote %d times after the fighter stopped: %v", what, len(w), w)
+		t.Errorf("%s: the provider wrote %d times in %v reconciles once the fighter stopped: %v", what, len(w), after-before, w)
 	}
 }
+
+// poke sets a label on mr that changes from call to call, which makes its
+// controller reconcile it.
+func poke(t *testing.T, mr client.Object) {
+	t.Helper()
+	pokes++
+	if err := env.Client.Patch(context.Background(), mr, client.RawPatch(types.MergePatchType,
+		[]byte(fmt.Sprintf(`{"metadata":{"labels":{"fight.example.com/poked":"%d"}}}`, pokes)))); err != nil {
+		t.Fatalf("cannot label %s: %v", mr.GetName(), err)
+	}
+}
+
+var pokes int

@@ -30,13 +30,19 @@ const (
 	settle = 3 * time.Minute
 )
 
+// crashRate is the crash provider's --max-reconcile-rate. Its clients may
+// send 5 requests per second per unit (a burst of 10 per unit): at 20, a
+// process writes its first 200 copies at once and 100 a second after that,
+// so each phase of 790 to 980 copies takes seconds, and the test sees the
+// copies come and kills while they do.
+const crashRate = 20
+
 // crashProvider runs the provider the crash test kills: one replica without
-// leader election (a restarted process starts at once), a poll interval far
-// longer than the test, so recovery comes from the restart itself, and a high
-// reconcile rate to keep the test quick.
+// leader election (a restarted process starts at once), and a poll interval
+// far longer than the test, so recovery comes from the restart itself.
 func (c *cluster) crashProvider(t *testing.T, n int) *provider {
 	t.Helper()
-	return c.runProvider(t, fmt.Sprintf("crash-%02d", n), "--poll=1h", "--max-reconcile-rate=100")
+	return c.runProvider(t, fmt.Sprintf("crash-%02d", n), "--poll=1h", fmt.Sprintf("--max-reconcile-rate=%d", crashRate))
 }
 
 // A copySet is what the test sees of a rule's copies.
@@ -92,7 +98,9 @@ func (s copySet) exactly(want map[string]bool, src *corev1.ConfigMap) string {
 // TestCopyRuleSurvivesKills fans a CopyRule out to 1,000 namespaces, changes
 // its source, and prunes most of its copies, while its provider is killed
 // with SIGKILL 20 times at random points of the work and restarted at once.
-// Once settled: every intended copy exists once with the source's content,
+// Every kill lands while work is in flight: the killed process has done some
+// of the phase's work, and some is left for the next one (counted once the
+// process is gone). Once settled: every intended copy exists once with the source's content,
 // no copy is left where it is no longer wanted, and objects the rule did not
 // create (same-named ConfigMaps in its way, bystanders, the source) are not
 // written at all.
@@ -183,8 +191,8 @@ func TestCopyRuleSurvivesKills(t *testing.T) {
 		return len(targets) - len(s.byNamespace), err
 	})
 	c.settled(t, uid, kept, src)
-	if k.kills != 20 {
-		t.Errorf("the provider was killed %d times, want 20", k.kills)
+	if k.inFlight != 20 {
+		t.Errorf("the provider was killed %d times with work in flight, want 20", k.inFlight)
 	}
 
 	for _, o := range untouched {
@@ -247,23 +255,36 @@ func (c *cluster) settled(t *testing.T, uid string, want map[string]bool, src *c
 // A killer kills the provider at random points of its work and starts it
 // again at once.
 type killer struct {
-	t     *testing.T
-	c     *cluster
-	rng   *rand.Rand
-	p     *provider
-	kills int
+	t   *testing.T
+	c   *cluster
+	rng *rand.Rand
+	p   *provider
+	// kills counts the kills, inFlight those that landed while the phase's
+	// work was in flight.
+	kills, inFlight int
 }
 
+// tail is the share of a phase's work no kill point falls in: kills land
+// while work is left. At crashRate the last 30% of 980 copies (294) take a
+// process that has not used its burst over a second, and one that has about
+// three, while the test sees progress every 50ms plus a list of the copies:
+// the time between seeing a point reached and the kill (at most 100ms of
+// jitter and a poll) is well inside it, even on a loaded machine.
+const tail = 0.3
+
 // phase kills the provider n times while work units get done: each time
-// progress (units done so far) first reaches one of n random points, and the
-// running process has done some of the work itself (several points can fall
-// between two observations); should the work be done before, at a random
-// time after a start instead.
+// progress (units done so far) first reaches one of n random points in the
+// first 70% of the work, once the running process has done some of the
+// work itself (several points can fall between two observations). Each
+// kill must land while work is in flight: once the process is gone, the
+// work done is more than when that process was first seen (it did some)
+// and less than all of it (some is left for the next process).
 func (k *killer) phase(name string, n, work int, progress func(ctx context.Context) (int, error)) {
 	k.t.Helper()
 	at := make([]int, n)
+	room := max(int(float64(work)*(1-tail)), 1)
 	for i := range at {
-		at[i] = 1 + k.rng.IntN(max(work-1, 1))
+		at[i] = 1 + k.rng.IntN(room)
 	}
 	slices.Sort(at)
 	base := -1
@@ -282,16 +303,24 @@ func (k *killer) phase(name string, n, work int, progress func(ctx context.Conte
 		}
 		// The kill point is random; waiting out the time until it comes is
 		// not an assertion.
-		jitter := time.Duration(k.rng.IntN(100)) * time.Millisecond
-		if done >= work {
-			// Already done: kill it while it starts and resyncs instead.
-			jitter = time.Duration(200+k.rng.IntN(1300)) * time.Millisecond
-		}
-		time.Sleep(jitter)
+		time.Sleep(time.Duration(k.rng.IntN(100)) * time.Millisecond)
 		k.p.Kill()
 		k.kills++
-		k.t.Logf("%s: killed provider %s after %d of %d", name, k.p.name, done, work)
+		// What the killed process left: counted with it gone, so no write of
+		// its can land after.
+		var left int
+		eventually(k.t, settle, name+": the work done when the provider was killed", func(ctx context.Context) (bool, error) {
+			var err error
+			left, err = progress(ctx)
+			return err == nil, err
+		})
+		if left > base && left < work {
+			k.inFlight++
+		} else {
+			k.t.Errorf("%s: provider %s was killed with %d of %d done, %d when it was first seen: want it killed while work was in flight", name, k.p.name, left, work, base)
+		}
+		k.t.Logf("%s: killed provider %s after %d of %d (%d when first seen)", name, k.p.name, left, work, base)
 		k.p = k.c.crashProvider(k.t, k.kills)
-		base = done
+		base = left
 	}
 }

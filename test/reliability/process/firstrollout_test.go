@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
@@ -23,6 +24,7 @@ import (
 func TestFirstRolloutCountedOnce(t *testing.T) {
 	c := startCluster(t, false)
 	ctx := context.Background()
+	controller := managed.ControllerName(workloadv1alpha1.ConfigRolloutGroupKind)
 	for i := range 8 {
 		ns := fmt.Sprintf("team-first-%d", i)
 		d := deployment(ns, "web", 1)
@@ -58,6 +60,18 @@ func TestFirstRolloutCountedOnce(t *testing.T) {
 			return true, nil
 		}
 		eventually(t, 30*time.Second, fmt.Sprintf("start %d: one rollout, counted", i), once)
+		// A reconcile after the count must not count it again: a label makes
+		// the provider reconcile the rollout once more; once it has, the count
+		// still holds.
+		r, err := p.reconciles(ctx, controller)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Update(t, ro, func() { ro.SetLabels(map[string]string{"poked": "yes"}) })
+		eventually(t, 30*time.Second, fmt.Sprintf("start %d: a reconcile after the rollout was counted", i), func(ctx context.Context) (bool, error) {
+			n, err := p.reconciles(ctx, controller)
+			return n > r, err
+		})
 		stays(t, time.Second, fmt.Sprintf("start %d: one rollout, counted once", i), once)
 		p.Kill()
 	}

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,30 +21,72 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
 )
 
-// takeover is how long a replica may take to lead once the leader is killed:
-// the lease (8s) runs out, then the next retry (1s) acquires it.
-const takeover = 30 * time.Second
+// The replicas' leader election: a lease short enough for a quick takeover.
+const (
+	leaseDuration = 8 * time.Second
+	renewDeadline = 6 * time.Second
+	retryPeriod   = time.Second
+)
 
-// replica runs one of two provider replicas with leader election, with a
-// lease short enough for a quick takeover.
+// jitteredRetry is the longest a replica waits between two tries to acquire
+// the lease: client-go jitters the retry period by up to
+// leaderelection.JitterFactor (1.2) of itself.
+var jitteredRetry = time.Duration((1 + leaderelection.JitterFactor) * float64(retryPeriod))
+
+// takeover is the longest a campaigning replica takes to lead once the leader
+// died without releasing its lease (README, "Leader takeover"). A follower
+// times the lease from when it last saw it renewed, at most one of its
+// retries after the renewal, itself at most one retry period before the
+// death; the lease runs out a lease duration later, and the follower takes it
+// at its next retry: lease duration + 2 jittered retries = 12.4s. The test
+// allows 1.6s more for the API server's answers and timers that fire late on
+// a loaded machine (2 cores shared with other tests): 14s. A replica that
+// starts campaigning after the death waits a full lease duration from then:
+// the test starts that count once the replica campaigns.
+var takeover = leaseDuration + 2*jitteredRetry + 1600*time.Millisecond
+
+// react is how long the test waits for a leader to act; not a guarantee.
+const react = 30 * time.Second
+
+// startup is how long a first replica may take to start and lead a cluster
+// without a leader; it is not a guarantee.
+const startup = 30 * time.Second
+
+// replica runs one of two provider replicas with leader election.
 func (c *cluster) replica(t *testing.T, name string) *provider {
 	t.Helper()
-	return c.runProvider(t, name, "--leader-election", "--poll=1h", "--max-reconcile-rate=20",
-		"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s")
+	return c.runProvider(t, name, replicaArgs()...)
 }
 
-// waitLeader waits until p leads, by its own metrics, and fails the test if
-// it exits first.
-func waitLeader(t *testing.T, p *provider) {
+func replicaArgs() []string {
+	return []string{"--leader-election", "--poll=1h", "--max-reconcile-rate=20",
+		"--leader-election-lease-duration=" + leaseDuration.String(),
+		"--leader-election-renew-deadline=" + renewDeadline.String(),
+		"--leader-election-retry-period=" + retryPeriod.String()}
+}
+
+// waitLeader waits until p leads, by its own metrics, at most within of
+// since, and fails the test if it exits first.
+func waitLeader(t *testing.T, p *provider, since time.Time, within time.Duration) {
 	t.Helper()
-	start := time.Now()
-	eventually(t, takeover, "replica "+p.name+" to lead", func(ctx context.Context) (bool, error) {
+	eventually(t, within-time.Since(since), fmt.Sprintf("replica %s to lead within %s", p.name, within), func(ctx context.Context) (bool, error) {
 		if !p.Running() {
 			t.Fatalf("replica %s exited: %v", p.name, p.ExitErr())
 		}
 		return p.leading(ctx)
 	})
-	t.Logf("replica %s leads after %s", p.name, time.Since(start).Round(time.Millisecond))
+	t.Logf("replica %s leads after %s (bound %s)", p.name, time.Since(since).Round(time.Millisecond), within)
+}
+
+// waitCampaigning waits until p tries to acquire the lease.
+func waitCampaigning(t *testing.T, p *provider) {
+	t.Helper()
+	eventually(t, startup, "replica "+p.name+" to campaign", func(ctx context.Context) (bool, error) {
+		if !p.Running() {
+			t.Fatalf("replica %s exited: %v", p.name, p.ExitErr())
+		}
+		return p.campaigning(ctx)
+	})
 }
 
 func deployment(ns, name string, replicas int32) *appsv1.Deployment {
@@ -63,7 +106,8 @@ func deployment(ns, name string, replicas int32) *appsv1.Deployment {
 // TestLeaderTakeoverDoesNotRepeatWork runs two replicas with leader election
 // and kills the leader, twice: right after it rolled a ConfigRollout's
 // change, and right as a change is made. Each time the other replica takes
-// over, and the change is rolled exactly once (the Deployment's generation
+// over within the lease duration and two jittered retry periods of the kill
+// (takeover), and the change is rolled exactly once (the Deployment's generation
 // moves once, status counts one rollout), and a ChaosAgent whose next round
 // is an hour away runs no round on the takeover.
 func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
@@ -101,16 +145,17 @@ func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
 
 	// The first replica leads; the second waits.
 	replicas := []*provider{c.replica(t, "a")}
-	waitLeader(t, replicas[0])
+	waitLeader(t, replicas[0], time.Now(), startup)
 	replicas = append(replicas, c.replica(t, "b"))
 	leader, follower := replicas[0], replicas[1]
+	waitCampaigning(t, follower)
 
 	// rolled waits until web carries the current hash and the rollout has
 	// counted n rollouts in all (any number when n < 0), and returns web's
 	// generation.
 	rolled := func(n int64) int64 {
 		t.Helper()
-		eventually(t, takeover, fmt.Sprintf("rollout %d of web", n), func(ctx context.Context) (bool, error) {
+		eventually(t, react, fmt.Sprintf("rollout %d of web", n), func(ctx context.Context) (bool, error) {
 			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(rollout), rollout); err != nil {
 				return false, err
 			}
@@ -147,7 +192,7 @@ func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
 	// (TestFirstRolloutCountedOnce checks it); the changes below count from here.
 	r0 := rollout.Status.AtProvider.Rollouts
 	var before string
-	eventually(t, takeover, "the agent's first round", func(ctx context.Context) (bool, error) {
+	eventually(t, react, "the agent's first round", func(ctx context.Context) (bool, error) {
 		var err error
 		before, err = agentState(ctx)
 		return err == nil && agent.Status.AtProvider.RoundsRun == 1, err
@@ -155,15 +200,18 @@ func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
 	t.Logf("before the takeovers: web generation %d; agent %s", gen, before)
 
 	// unchanged checks, for a while after a takeover, that web rolled exactly
-	// once more and the agent ran no round, once the new leader has looked at
-	// the agent.
+	// once more and the agent ran no round, once the new leader has
+	// reconciled both: what did not happen is what its reconciles did not do.
 	chaosController := managed.ControllerName(chaosv1alpha1.ChaosAgentGroupKind)
+	rolloutController := managed.ControllerName(workloadv1alpha1.ConfigRolloutGroupKind)
 	unchanged := func(p *provider, n, gen int64) {
 		t.Helper()
-		eventually(t, takeover, "the new leader to reconcile the agent", func(ctx context.Context) (bool, error) {
-			r, err := p.reconciles(ctx, chaosController)
-			return r > 0, err
-		})
+		for _, ctrl := range []string{chaosController, rolloutController} {
+			eventually(t, react, "the new leader to reconcile with "+ctrl, func(ctx context.Context) (bool, error) {
+				r, err := p.reconciles(ctx, ctrl)
+				return r > 0, err
+			})
+		}
 		stays(t, 5*time.Second, fmt.Sprintf("one rollout per change (%d in all, web generation %d) and no extra chaos round (%s)", n, gen, before), func(ctx context.Context) (bool, error) {
 			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(rollout), rollout); err != nil {
 				return false, err
@@ -184,13 +232,14 @@ func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
 
 	// 1. The leader is killed right after it rolls a change.
 	c.Update(t, cfg, func() { cfg.Data["greeting"] = "bonjour" })
-	eventually(t, takeover, "the leader to roll web", func(ctx context.Context) (bool, error) {
+	eventually(t, react, "the leader to roll web", func(ctx context.Context) (bool, error) {
 		err := c.Client.Get(ctx, client.ObjectKeyFromObject(web), web)
 		return web.Generation > gen, err
 	})
+	killed := time.Now()
 	leader.Kill()
 	t.Logf("killed leader %s right after it rolled web to generation %d", leader.name, web.Generation)
-	waitLeader(t, follower)
+	waitLeader(t, follower, killed, takeover)
 	if rolled(r0+1) != gen+1 {
 		t.Fatalf("web generation %d after one change, want %d: rolled more than once", web.Generation, gen+1)
 	}
@@ -198,14 +247,16 @@ func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
 	// The killed replica comes back, as its Deployment would start it again,
 	// and waits for the lease.
 	restarted := c.replica(t, "a2")
+	waitCampaigning(t, restarted)
 
 	// 2. The leader is killed as a change is made: whichever replica rolls it,
 	// it is rolled once.
 	leader, follower = follower, restarted
 	c.Update(t, cfg, func() { cfg.Data["greeting"] = "hallo" })
+	killed = time.Now()
 	leader.Kill()
 	t.Logf("killed leader %s as web's configuration changed", leader.name)
-	waitLeader(t, follower)
+	waitLeader(t, follower, killed, takeover)
 	if rolled(r0+2) != gen+2 {
 		t.Fatalf("web generation %d after two changes, want %d: rolled more than once", web.Generation, gen+2)
 	}

@@ -94,6 +94,12 @@ type provider struct {
 // test fails, the end of its log is shown.
 func (c *cluster) runProvider(t *testing.T, name string, args ...string) *provider {
 	t.Helper()
+	return c.runProviderWith(t, name, c.kubeconfig, args...)
+}
+
+// runProviderWith is runProvider with a kubeconfig of the test's choosing.
+func (c *cluster) runProviderWith(t *testing.T, name, kubeconfig string, args ...string) *provider {
+	t.Helper()
 	metrics, err := testenv.FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -110,7 +116,7 @@ func (c *cluster) runProvider(t *testing.T, name string, args ...string) *provid
 	if os.Getenv("TESTENV_DEBUG") != "" {
 		args = append(args, "--debug")
 	}
-	p, err := testenv.StartProcess(filepath.Join(c.logs, name+".log"), providerBin, args, "KUBECONFIG="+c.kubeconfig)
+	p, err := testenv.StartProcess(filepath.Join(c.logs, name+".log"), providerBin, args, "KUBECONFIG="+kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,6 +158,14 @@ func (p *provider) metric(ctx context.Context, prefix string) (float64, bool, er
 func (p *provider) leading(ctx context.Context) (bool, error) {
 	v, ok, err := p.metric(ctx, `leader_election_master_status{name="provider-clusterops"}`)
 	return ok && v == 1, err
+}
+
+// campaigning reports whether the provider's leader elector runs: client-go
+// reports it as not leading from when it is made, right before it first
+// tries to acquire the lease.
+func (p *provider) campaigning(ctx context.Context) (bool, error) {
+	_, ok, err := p.metric(ctx, `leader_election_master_status{name="provider-clusterops"}`)
+	return ok, err
 }
 
 // reconciles counts the provider's reconciles of one controller, by outcome.
