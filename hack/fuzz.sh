@@ -29,6 +29,8 @@ TARGETS="
 ./internal/controller/chaosagent/           FuzzGuard
 ./internal/controller/chaosagent/           FuzzVerdicts
 ./internal/controller/chaosagent/           FuzzStopReason
+./internal/controller/appbundle/            FuzzDeploymentChanged
+./internal/controller/appbundle/            FuzzClaimChanged
 ./internal/controller/immortalcontainer/    FuzzRestartDelay
 ./internal/function/                        FuzzDuration
 ./internal/function/                        FuzzNames

@@ -169,7 +169,12 @@ func run(o options) error {
 			// only (ConfigRollout). ConfigMaps and Secrets are never cached here:
 			// kinds watch the ones they reference through internal/watchset.
 			// Kinds read what they act on from the API server, so objects outside
-			// the cache are seen.
+			// the cache are seen. AppBundles watch their Deployments, claims and
+			// Services in a label-scoped cache of their own (appbundle.CacheOptions),
+			// as Deployments may not be scoped here: these options are keyed by
+			// kind, and a label scope for Deployments would hide unlabelled ones
+			// from ConfigRollout's metadata watch. The claim and Service entries
+			// keep any read of those through the manager's client scoped.
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.Pod{}:                   {Label: ownedPods},
 				&corev1.PersistentVolumeClaim{}: {Label: ownedByBundle},

@@ -216,8 +216,11 @@ func TestChaosAgentRecoveryOnLocalControlPlane(t *testing.T) {
 			t.Errorf("verdict %+v: want a Deployment with p50 <= max and nothing unrecovered", v)
 		}
 	}
-	if s.P50 != nil && (s.P50.Duration < caused || s.P50.Duration > caused+30*time.Second) {
-		t.Errorf("slow p50 = %s, want at least the %s minReadySeconds caused, and not far beyond", s.P50.Duration, caused)
+	// The Deployment controller counts minReadySeconds from the pod's Ready
+	// condition, whose time the API stores to the second: a pod may count as
+	// available up to a second before minReadySeconds have passed.
+	if s.P50 != nil && (s.P50.Duration < caused-time.Second || s.P50.Duration > caused+30*time.Second) {
+		t.Errorf("slow p50 = %s, want at least the %s minReadySeconds caused (less the second the API rounds condition times to), and not far beyond", s.P50.Duration, caused)
 	}
 	if f.P50 != nil && s.P50 != nil && f.P50.Duration >= s.P50.Duration {
 		t.Errorf("fast p50 = %s, slow p50 = %s: want the Deployment without minReadySeconds to recover sooner", f.P50.Duration, s.P50.Duration)

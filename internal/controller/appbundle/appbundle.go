@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -40,21 +41,34 @@ const reasonChangeRefused event.Reason = "StorageChangeRefused"
 
 // Setup adds the AppBundle controller to mgr.
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
+	objects, err := cache.New(mgr.GetConfig(), CacheOptions(mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient()))
+	if err != nil {
+		return errors.Wrap(err, "cannot create the cache of the AppBundles' objects")
+	}
+	if err := mgr.Add(objects); err != nil {
+		return errors.Wrap(err, "cannot add the cache of the AppBundles' objects")
+	}
+	own := newOwnWrites()
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.AppBundle]{
 		GroupKind: v1alpha1.AppBundleGroupKind,
 		Kind:      resource.ManagedKind(v1alpha1.AppBundleGroupVersionKind),
 		Object:    &v1alpha1.AppBundle{},
 		List:      &v1alpha1.AppBundleList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.AppBundle) managed.TypedExternalClient[*v1alpha1.AppBundle] {
-			return &external{cluster: c, record: rec}
+			e := &external{cluster: c, record: rec}
+			if c.Local {
+				// The cache and its events are of the provider's own cluster.
+				e.cache, e.own = objects, own
+			}
+			return e
 		},
-		// A deleted or edited child is repaired on the event, not at the next
-		// poll. Observe reads the API server, so metadata is all the watches need.
+		// A deleted or edited child, or a Deployment becoming or ceasing to
+		// be ready, is acted on at the event, not at the next poll.
 		Watch: func(b *builder.Builder) *builder.Builder {
-			h := managedkind.EnqueueOwner(LabelOwner)
-			return b.Watches(&appsv1.Deployment{}, h, builder.OnlyMetadata).
-				Watches(&corev1.PersistentVolumeClaim{}, h, builder.OnlyMetadata).
-				Watches(&corev1.Service{}, h, builder.OnlyMetadata)
+			for _, s := range sources(objects, own, managedkind.EnqueueOwner(LabelOwner)) {
+				b = b.WatchesRawSource(s)
+			}
+			return b
 		},
 	})
 }
@@ -62,6 +76,12 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 type external struct {
 	cluster *target.Cluster
 	record  event.Recorder
+	// cache holds the objects AppBundles made on the provider's own cluster;
+	// nil on another cluster.
+	cache client.Reader
+	// own remembers the provider's writes of the objects the cache holds;
+	// nil on another cluster.
+	own *ownWrites
 }
 
 // children are an AppBundle's objects as they are; nil where missing.
@@ -71,11 +91,28 @@ type children struct {
 	service    *corev1.Service
 }
 
-// get reads o by name into o, returning false when it does not exist. Reads go
-// to the API server, not a label-filtered cache: a same-named object the
-// AppBundle did not create must be seen so it is never taken over by mistake.
-func (e *external) get(ctx context.Context, ns, name string, o client.Object) (bool, error) {
-	err := e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, o)
+// get reads o by name into o, returning false when it does not exist.
+//
+// Reads that decide a write (Create, Update, Delete) go to the API server: a
+// same-named object the AppBundle did not create must be seen as it is, so
+// that it is never taken over or deleted by mistake. Observe, which writes
+// nothing, reads the cache where there is one (cached): a hit carries
+// LabelOwner and is judged by its value as the API server's copy would be,
+// and any write it leads to reads again. A wanted object missing from the
+// cache is read from the API server, as the cache holds only labelled objects
+// and lags a create (so a missing Deployment is never created twice, and an
+// unlabelled one is still seen in the way). An unwanted one missing from the
+// cache is none of the bundle's business: an object it did not make, or one
+// it just made whose event brings it back.
+func (e *external) get(ctx context.Context, ns, name string, o client.Object, cached, wanted bool) (bool, error) {
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	if cached && e.cache != nil {
+		err := e.cache.Get(ctx, key, o)
+		if err == nil || !kerrors.IsNotFound(err) || !wanted {
+			return err == nil, errors.Wrapf(resource.IgnoreNotFound(err), "cannot get %T %q from the cache", o, name)
+		}
+	}
+	err := e.cluster.Client.Get(ctx, key, o)
 	if kerrors.IsNotFound(err) {
 		return false, nil
 	}
@@ -86,9 +123,12 @@ func (e *external) get(ctx context.Context, ns, name string, o client.Object) (b
 // ones it wants and may adopt. Another object named like one it wants is a
 // conflict, reported as an error; one it does not want, or any unmarked one
 // while the AppBundle is being deleted, is left alone and never blocks it.
-func (e *external) children(ctx context.Context, ab *v1alpha1.AppBundle) (children, error) {
+// cached reads through the cache where there is one (see get), but never for
+// a bundle being deleted.
+func (e *external) children(ctx context.Context, ab *v1alpha1.AppBundle, cached bool) (children, error) {
 	var c children
 	d, p, s := &appsv1.Deployment{}, &corev1.PersistentVolumeClaim{}, &corev1.Service{}
+	cached = cached && !meta.WasDeleted(ab)
 	for _, x := range []struct {
 		name   string
 		obj    client.Object
@@ -99,7 +139,7 @@ func (e *external) children(ctx context.Context, ab *v1alpha1.AppBundle) (childr
 		{PVCName(ab), p, true, func() { c.pvc = p }},
 		{ab.GetName(), s, wantsService(ab), func() { c.service = s }},
 	} {
-		ok, err := e.get(ctx, ab.GetNamespace(), x.name, x.obj)
+		ok, err := e.get(ctx, ab.GetNamespace(), x.name, x.obj, cached, x.wanted)
 		if err != nil {
 			return c, err
 		}
@@ -116,7 +156,7 @@ func (e *external) children(ctx context.Context, ab *v1alpha1.AppBundle) (childr
 }
 
 func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalObservation, error) {
-	c, err := e.children(ctx, ab)
+	c, err := e.children(ctx, ab, true)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
@@ -192,21 +232,21 @@ func connectionDetails(s *corev1.Service) managed.ConnectionDetails {
 	return d
 }
 
-// readiness: Ready when the Deployment is Available and the Service, if
-// wanted, exists.
+// readiness: Ready when the Deployment is ready (deploymentReady: Available,
+// as of its current spec) and the Service, if wanted, exists.
 func readiness(ab *v1alpha1.AppBundle, c children) xpv2.Condition {
-	if c.deployment == nil {
+	d := c.deployment
+	switch {
+	case d == nil:
 		return xpv2.Unavailable().WithMessage("Deployment does not exist")
+	case d.Status.ObservedGeneration < d.Generation:
+		return xpv2.Unavailable().WithMessage(fmt.Sprintf("Deployment is rolling out generation %d: its controller has not seen it yet", d.Generation))
+	case !deploymentReady(d):
+		return xpv2.Unavailable().WithMessage(fmt.Sprintf("Deployment is not Available: %d/%d replicas ready", d.Status.ReadyReplicas, d.Status.Replicas))
+	case wantsService(ab) && c.service == nil:
+		return xpv2.Unavailable().WithMessage("Service does not exist")
 	}
-	for _, cond := range c.deployment.Status.Conditions {
-		if cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionTrue {
-			if wantsService(ab) && c.service == nil {
-				return xpv2.Unavailable().WithMessage("Service does not exist")
-			}
-			return xpv2.Available()
-		}
-	}
-	return xpv2.Unavailable().WithMessage(fmt.Sprintf("Deployment is not Available: %d/%d replicas ready", c.deployment.Status.ReadyReplicas, c.deployment.Status.Replicas))
+	return xpv2.Available()
 }
 
 func serviceAddress(s *corev1.Service) string {
@@ -251,72 +291,93 @@ func (e *external) setStorageCondition(ab *v1alpha1.AppBundle, c pvcChange) {
 
 func (e *external) Create(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalCreation, error) {
 	ab.SetConditions(xpv2.Creating())
-	details, err := e.apply(ctx, ab)
+	_, details, err := e.apply(ctx, ab)
 	return managed.ExternalCreation{ConnectionDetails: details}, err
 }
 
+// Update applies the AppBundle's objects and judges its readiness by what it
+// wrote: the event of its own write does not reconcile it again (ownWrites),
+// so the readiness Observe saw before the write must not stand.
 func (e *external) Update(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalUpdate, error) {
-	details, err := e.apply(ctx, ab)
+	applied, details, err := e.apply(ctx, ab)
+	if err == nil {
+		ab.SetConditions(readiness(ab, applied))
+	}
 	return managed.ExternalUpdate{ConnectionDetails: details}, err
 }
 
 // apply writes every child with server-side apply, so that fields others own
 // (an HPA's replicas, another controller's annotations) are left alone. The
-// claim is written only where a change is allowed. It returns the connection
-// details of the Service it applied, empty without one.
-func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ConnectionDetails, error) {
+// claim is written only where a change is allowed. It returns the objects as
+// they are after the writes, and the connection details of the Service it
+// applied, empty without one.
+func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) (children, managed.ConnectionDetails, error) {
 	opts := []client.PatchOption{client.FieldOwner(FieldManager), client.ForceOwnership}
-	c, err := e.children(ctx, ab)
+	c, err := e.children(ctx, ab, false)
 	if err != nil {
-		return nil, err
+		return c, nil, err
 	}
 	want := desiredDeployment(ab, e.cluster.Local)
 	if d := c.deployment; d != nil && !equality.Semantic.DeepEqual(d.Spec.Selector, want.Spec.Selector) {
-		return nil, errors.Errorf("cannot adopt Deployment %q: its selector %s differs from %s, and a Deployment's selector cannot change; delete it so the AppBundle can create its own",
+		return c, nil, errors.Errorf("cannot adopt Deployment %q: its selector %s differs from %s, and a Deployment's selector cannot change; delete it so the AppBundle can create its own",
 			d.GetName(), metav1.FormatLabelSelector(d.Spec.Selector), metav1.FormatLabelSelector(want.Spec.Selector))
 	}
 	writePVC := c.pvc == nil
 	if c.pvc != nil {
 		change, err := e.pvcChange(ctx, ab, c.pvc)
 		if err != nil {
-			return nil, err
+			return c, nil, err
 		}
 		writePVC = change.Apply && change.Refused == ""
 	}
 	if writePVC {
-		if err := e.cluster.Client.Patch(ctx, desiredPVC(ab, e.cluster.Local), client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
-			return nil, errors.Wrapf(err, "cannot apply PersistentVolumeClaim %q", PVCName(ab))
+		p := desiredPVC(ab, e.cluster.Local)
+		if err := e.patch(ctx, kindClaim, p, c.pvc == nil, client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
+			return c, nil, errors.Wrapf(err, "cannot apply PersistentVolumeClaim %q", PVCName(ab))
 		}
+		c.pvc = p
 	}
 	if d := c.deployment; d != nil && want.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && d.Spec.Strategy.RollingUpdate != nil {
 		// rollingUpdate is owned by whoever set or defaulted it, so applying
 		// Recreate alone would leave an invalid mix: clear it explicitly.
 		p := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"strategy":{"type":"Recreate","rollingUpdate":null}}}`))
-		if err := e.cluster.Client.Patch(ctx, d, p, client.FieldOwner(FieldManager)); err != nil {
-			return nil, errors.Wrapf(err, "cannot switch Deployment %q to the Recreate strategy", d.GetName())
+		if err := e.patch(ctx, kindDeployment, d, false, p, client.FieldOwner(FieldManager)); err != nil {
+			return c, nil, errors.Wrapf(err, "cannot switch Deployment %q to the Recreate strategy", d.GetName())
 		}
 	}
-	if err := e.cluster.Client.Patch(ctx, want, client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
-		return nil, errors.Wrapf(err, "cannot apply Deployment %q", ab.GetName())
+	if err := e.patch(ctx, kindDeployment, want, c.deployment == nil, client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
+		return c, nil, errors.Wrapf(err, "cannot apply Deployment %q", ab.GetName())
 	}
+	c.deployment = want
 	if s := desiredService(ab, e.cluster.Local); s != nil {
 		// The applied Service comes back as stored, its cluster IP included.
-		if err := e.cluster.Client.Patch(ctx, s, client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
-			return nil, errors.Wrapf(err, "cannot apply Service %q", ab.GetName())
+		if err := e.patch(ctx, kindService, s, c.service == nil, client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
+			return c, nil, errors.Wrapf(err, "cannot apply Service %q", ab.GetName())
 		}
-		return connectionDetails(s), nil
+		c.service = s
+		return c, connectionDetails(s), nil
 	}
-	if c.service != nil {
-		return connectionDetails(nil), errors.Wrapf(e.delete(ctx, c.service), "cannot delete Service %q that is no longer wanted", ab.GetName())
+	if s := c.service; s != nil {
+		c.service = nil
+		return c, connectionDetails(nil), errors.Wrapf(e.delete(ctx, s), "cannot delete Service %q that is no longer wanted", ab.GetName())
 	}
-	return connectionDetails(nil), nil
+	return c, connectionDetails(nil), nil
+}
+
+// patch writes o with p, as a write of the provider's own that ownWrites
+// notes; create says o does not exist yet.
+func (e *external) patch(ctx context.Context, kind string, o client.Object, create bool, p client.Patch, opts ...client.PatchOption) error {
+	done := e.own.write(kind, o, create)
+	err := e.cluster.Client.Patch(ctx, o, p, opts...)
+	done(err)
+	return err
 }
 
 // Delete deletes the Deployment and the Service, and the claim only under the
 // Delete policy.
 func (e *external) Delete(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalDelete, error) {
 	ab.SetConditions(xpv2.Deleting())
-	c, err := e.children(ctx, ab)
+	c, err := e.children(ctx, ab, false)
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}

@@ -20,6 +20,10 @@ const LabelOwner = "workload.clusterops.io/appbundle"
 // others own are left alone.
 const FieldManager = "provider-clusterops"
 
+// labelManagedBy is the well-known label that says which tool manages an
+// object; the provider sets it, with LabelOwner, on everything it makes.
+const labelManagedBy = "app.kubernetes.io/managed-by"
+
 const (
 	containerName = "app"
 	volumeName    = "data"
@@ -29,7 +33,7 @@ const (
 func PVCName(ab *v1alpha1.AppBundle) string { return ab.GetName() + "-data" }
 
 func labels(ab *v1alpha1.AppBundle) map[string]string {
-	return map[string]string{LabelOwner: ab.GetName(), "app.kubernetes.io/managed-by": "provider-clusterops"}
+	return map[string]string{LabelOwner: ab.GetName(), labelManagedBy: "provider-clusterops"}
 }
 
 // selector selects the AppBundle's pods; it must never change, as a

@@ -5,6 +5,7 @@ package managedkind
 import (
 	"context"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +22,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
@@ -126,7 +128,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		WithOptions(o.ForControllerRuntime()).
 		// The filter applies to the managed resource only: events of the
 		// watched objects (a pod's status, say) must get through.
-		For(client.Object(k.Object), builder.WithPredicates(resource.DesiredStateChanged())).
+		For(client.Object(k.Object), builder.WithPredicates(DesiredStateChanged())).
 		// An edit of an existing managed resource's spec is a change someone
 		// waits for: it ranks with the changes of what the resource made or
 		// references, above a backlog of new resources. The priority queue
@@ -149,6 +151,44 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		rr = &forgetGone{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, watches: k.WatchSet}
 	}
 	return errors.Wrapf(b.Complete(urgency.Limited(name, rr, o.GlobalRateLimiter)), "cannot set up %s controller", k.GroupKind)
+}
+
+// DesiredStateChanged is crossplane-runtime's resource.DesiredStateChanged
+// that also ignores the external-create-succeeded annotation. The managed
+// reconciler writes it at the end of a create and asks for the next reconcile
+// itself (Requeue), as it does after the pending and failed annotations that
+// resource.DesiredStateChanged already ignores. Its event comes while the
+// create's status is still on its way to the cache: the reconcile it started
+// read the managed resource without that status and met a conflict writing
+// its own, two reconciles more for every new managed resource.
+func DesiredStateChanged() predicate.Predicate {
+	return predicate.Or(
+		predicate.Funcs{
+			UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
+				return annotationsChanged(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations(),
+					meta.AnnotationKeyExternalCreatePending, meta.AnnotationKeyExternalCreateSucceeded, meta.AnnotationKeyExternalCreateFailed)
+			},
+		},
+		predicate.LabelChangedPredicate{},
+		predicate.GenerationChangedPredicate{},
+	)
+}
+
+// annotationsChanged is whether an annotation but the ignored ones differs
+// between old and new.
+func annotationsChanged(old, new map[string]string, ignored ...string) bool {
+	skip := func(k string) bool { return slices.Contains(ignored, k) }
+	for k, v := range new {
+		if w, ok := old[k]; !skip(k) && (!ok || w != v) {
+			return true
+		}
+	}
+	for k := range old {
+		if _, ok := new[k]; !skip(k) && !ok {
+			return true
+		}
+	}
+	return false
 }
 
 // forgetGone stops the watches of a managed resource that no longer exists.

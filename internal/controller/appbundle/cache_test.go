@@ -1,0 +1,384 @@
+package appbundle
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+
+	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/target"
+)
+
+func withRV(o client.Object, rv string) client.Object {
+	o.SetResourceVersion(rv)
+	return o
+}
+
+func TestOwnWrites(t *testing.T) {
+	type event struct {
+		rv      string
+		created bool
+	}
+	cases := map[string]struct {
+		reason string
+		// writes are the versions the provider's writes left, in order;
+		// "!" before one is a create whose answer comes after its event.
+		writes []string
+		events []event
+		// want is what heard said of each event.
+		want []bool
+		// left is how many objects still have writes remembered.
+		left int
+	}{
+		"OwnWriteHeardOnce": {
+			reason: "The event of the provider's write is its own, once.",
+			writes: []string{"2"},
+			events: []event{{rv: "2"}, {rv: "2"}},
+			want:   []bool{true, false},
+		},
+		"OthersWrite": {
+			reason: "A version the provider did not write is someone else's, and the provider's write is still awaited.",
+			writes: []string{"2"},
+			events: []event{{rv: "3"}},
+			want:   []bool{false},
+			left:   1,
+		},
+		"InterleavedWrites": {
+			reason: "Another's write between two of the provider's is heard as theirs, both of the provider's as its own.",
+			writes: []string{"2", "4"},
+			events: []event{{rv: "2"}, {rv: "3"}, {rv: "4"}},
+			want:   []bool{true, false, true},
+		},
+		"SkippedVersion": {
+			reason: "An event that skips a write's version (a relist) forgets the writes before it.",
+			writes: []string{"2", "4"},
+			events: []event{{rv: "4"}, {rv: "2"}},
+			want:   []bool{true, false},
+		},
+		"CreateHeardBeforeItsAnswer": {
+			reason: "The creation event that comes while the create is in flight is the create's own, and its answer does not make the next event own.",
+			writes: []string{"!5"},
+			events: []event{{rv: "5", created: true}, {rv: "6"}},
+			want:   []bool{true, false},
+		},
+		"BoundedMemory": {
+			reason: "Writes whose events never come (they changed nothing) are forgotten beyond the bound.",
+			writes: []string{"1", "2", "3", "4", "5", "6"},
+			events: []event{{rv: "1"}, {rv: "2"}, {rv: "3"}},
+			want:   []bool{false, false, true},
+			left:   1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newOwnWrites()
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web"}}
+			var got []bool
+			events := tc.events
+			for _, rv := range tc.writes {
+				inFlight, ok := strings.CutPrefix(rv, "!")
+				done := w.write(kindDeployment, d, ok)
+				if ok {
+					// The creation event comes before the create's answer.
+					got = append(got, w.heard(kindDeployment, withRV(d.DeepCopy(), events[0].rv), events[0].created))
+					events = events[1:]
+				}
+				d.SetResourceVersion(inFlight)
+				done(nil)
+			}
+			for _, e := range events {
+				got = append(got, w.heard(kindDeployment, withRV(d.DeepCopy(), e.rv), e.created))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nheard: -want, +got:\n%s", tc.reason, diff)
+			}
+			if w.len() != tc.left {
+				t.Errorf("%s\n%d objects have writes remembered, want %d", tc.reason, w.len(), tc.left)
+			}
+		})
+	}
+}
+
+func TestOwnWritesFailedWrite(t *testing.T) {
+	w := newOwnWrites()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", ResourceVersion: "1"}}
+	w.write(kindDeployment, d, true)(context.DeadlineExceeded)
+	if w.len() != 0 {
+		t.Errorf("a failed create is remembered")
+	}
+	if w.heard(kindDeployment, withRV(d.DeepCopy(), "2"), true) {
+		t.Errorf("a creation after a failed create is taken for the provider's own")
+	}
+}
+
+func TestChanges(t *testing.T) {
+	w := newOwnWrites()
+	p := changes(w, kindDeployment, deploymentChanged)
+	ready := deployment(1, 1, corev1.ConditionTrue)
+	written := ready.DeepCopy()
+	written.Generation, written.ResourceVersion = 2, "2"
+	w.write(kindDeployment, written, false)(nil)
+
+	if p.Update(ctrlevent.UpdateEvent{ObjectOld: ready, ObjectNew: written}) {
+		t.Errorf("the provider's own write of a new generation reconciles its AppBundle")
+	}
+	edited := written.DeepCopy()
+	edited.Generation, edited.ResourceVersion = 3, "3"
+	if !p.Update(ctrlevent.UpdateEvent{ObjectOld: written, ObjectNew: edited}) {
+		t.Errorf("someone else's edit of the spec does not reconcile the AppBundle")
+	}
+	churn := edited.DeepCopy()
+	churn.ResourceVersion, churn.Status.Replicas = "4", 3
+	if p.Update(ctrlevent.UpdateEvent{ObjectOld: edited, ObjectNew: churn}) {
+		t.Errorf("status churn reconciles the AppBundle")
+	}
+	if !p.Create(ctrlevent.CreateEvent{Object: churn}) {
+		t.Errorf("a Deployment the provider did not create does not reconcile its AppBundle")
+	}
+	w.write(kindDeployment, churn, false)(nil)
+	if !p.Delete(ctrlevent.DeleteEvent{Object: churn}) || w.len() != 0 {
+		t.Errorf("a deletion does not reconcile the AppBundle, or its writes are still remembered (%d)", w.len())
+	}
+}
+
+func TestKeepOwnManagedFields(t *testing.T) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status"},
+		{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply},
+		{Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate},
+	}}}
+	if _, err := keepOwnManagedFields(d); err != nil {
+		t.Fatal(err)
+	}
+	want := []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply}}
+	if diff := cmp.Diff(want, d.ManagedFields); diff != "" {
+		t.Errorf("managed fields kept: -want, +got:\n%s", diff)
+	}
+}
+
+func scheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// ownedChildren are AppBundle web's objects as it makes them, Deployment
+// Available.
+func ownedChildren(ab *v1alpha1.AppBundle) []client.Object {
+	d := desiredDeployment(ab, true)
+	d.Generation, d.Status.ObservedGeneration = 1, 1
+	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}
+	out := []client.Object{d, desiredPVC(ab, true)}
+	if s := desiredService(ab, true); s != nil {
+		out = append(out, s)
+	}
+	return out
+}
+
+func foreignDeployment() client.Object {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", Labels: map[string]string{"app": "web"}}}
+}
+
+func foreignService() client.Object {
+	return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web"}, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 5432}}}}
+}
+
+// TestObserveReads checks where Observe reads an AppBundle's objects: the
+// cache where it holds them, the API server where a wanted one is missing
+// from it (the cache lags a create, and holds no object the bundle did not
+// label), never the API server for an unwanted one missing from it, and only
+// the API server for a bundle being deleted or on another cluster.
+func TestObserveReads(t *testing.T) {
+	withService := func(a *v1alpha1.AppBundle) {
+		a.Spec.ForProvider.Port, a.Spec.ForProvider.Service = ptr.To[int32](80), v1alpha1.ServiceClusterIP
+	}
+	deleting := func(a *v1alpha1.AppBundle) {
+		a.DeletionTimestamp = ptr.To(metav1.Now())
+		a.Finalizers = []string{"finalizer.managedresource.crossplane.io"}
+	}
+	type want struct {
+		exists, upToDate bool
+		err              string
+		apiReads         int
+	}
+	cases := map[string]struct {
+		reason string
+		ab     *v1alpha1.AppBundle
+		cached []client.Object // nil: no cache (another cluster)
+		api    []client.Object
+		want   want
+	}{
+		"AllCached": {
+			reason: "Objects the cache holds are not read again.",
+			ab:     ab(withService),
+			cached: ownedChildren(ab(withService)),
+			api:    ownedChildren(ab(withService)),
+			want:   want{exists: true, upToDate: true},
+		},
+		"CacheLagsCreate": {
+			reason: "Objects just created, missing from the cache, are read from the API server and so exist: no second create.",
+			ab:     ab(withService),
+			cached: []client.Object{},
+			api:    ownedChildren(ab(withService)),
+			want:   want{exists: true, upToDate: true, apiReads: 3},
+		},
+		"ForeignDeployment": {
+			reason: "A Deployment the bundle did not label is not in the cache, but is seen in the way.",
+			ab:     ab(),
+			cached: []client.Object{},
+			api:    []client.Object{foreignDeployment()},
+			want:   want{err: `Deployment "web" exists and was not created by this AppBundle`, apiReads: 1},
+		},
+		"UnwantedServiceNotRead": {
+			reason: "A Service the bundle does not want and did not label is none of its business: not even read.",
+			ab:     ab(),
+			cached: ownedChildren(ab()),
+			api:    append(ownedChildren(ab()), foreignService()),
+			want:   want{exists: true, upToDate: true},
+		},
+		"NothingYet": {
+			reason: "A new bundle's wanted objects are read from the API server, its unwanted Service is not.",
+			ab:     ab(),
+			cached: []client.Object{},
+			want:   want{apiReads: 2},
+		},
+		"Deleting": {
+			reason: "A bundle being deleted reads the API server only: what it deletes is as the API server has it.",
+			ab:     ab(deleting),
+			cached: ownedChildren(ab()),
+			want:   want{apiReads: 3},
+		},
+		"AnotherCluster": {
+			reason: "Without a cache (another cluster) every object is read from the API server.",
+			ab:     ab(),
+			api:    ownedChildren(ab()),
+			want:   want{exists: true, upToDate: true, apiReads: 3},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := scheme(t)
+			reads := 0
+			api := fake.NewClientBuilder().WithScheme(s).WithObjects(tc.api...).WithInterceptorFuncs(interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					reads++
+					return c.Get(ctx, key, obj, opts...)
+				},
+			}).Build()
+			e := &external{cluster: &target.Cluster{Client: api, Local: true}, record: event.NewNopRecorder()}
+			if tc.cached != nil {
+				e.cache = fake.NewClientBuilder().WithScheme(s).WithObjects(tc.cached...).Build()
+			}
+			o, err := e.Observe(context.Background(), tc.ab)
+			got := want{exists: o.ResourceExists, upToDate: o.ResourceUpToDate, apiReads: reads}
+			if err != nil {
+				got.err = err.Error()
+				if tc.want.err != "" && strings.HasPrefix(got.err, tc.want.err) {
+					// The message's start is what the test names.
+					got.err = tc.want.err
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("%s\nObserve(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestUpdateJudgesReadinessByWhatItWrote: the event of the provider's own
+// write does not reconcile the bundle, so Update must not leave the readiness
+// Observe saw before it wrote.
+func TestUpdateJudgesReadinessByWhatItWrote(t *testing.T) {
+	bundle := ab()
+	bundle.SetConditions(xpv2.Available())
+	api := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(desiredPVC(bundle, true)).Build()
+	own := newOwnWrites()
+	e := &external{cluster: &target.Cluster{Client: api, Local: true}, record: event.NewNopRecorder(), own: own}
+
+	// The Deployment was deleted: Update makes a new one, not yet Available.
+	if _, err := e.Update(context.Background(), bundle); err != nil {
+		t.Fatal(err)
+	}
+	if c := bundle.GetCondition(xpv2.TypeReady); c.Status != corev1.ConditionFalse {
+		t.Errorf("Ready = %s (%s) after Update made a new Deployment, want False", c.Status, c.Message)
+	}
+	d := &appsv1.Deployment{}
+	if err := api.Get(context.Background(), client.ObjectKey{Namespace: "apps", Name: "web"}, d); err != nil {
+		t.Fatal(err)
+	}
+	if !own.heard(kindDeployment, d, false) {
+		t.Errorf("the Deployment Update wrote is not remembered as the provider's own write")
+	}
+}
+
+func TestReadiness(t *testing.T) {
+	withService := func(a *v1alpha1.AppBundle) {
+		a.Spec.ForProvider.Port, a.Spec.ForProvider.Service = ptr.To[int32](80), v1alpha1.ServiceClusterIP
+	}
+	cases := map[string]struct {
+		reason string
+		ab     *v1alpha1.AppBundle
+		c      children
+		want   xpv2.Condition
+	}{
+		"NoDeployment": {
+			reason: "Without a Deployment the bundle is not ready.",
+			ab:     ab(),
+			want:   xpv2.Unavailable().WithMessage("Deployment does not exist"),
+		},
+		"NotSeen": {
+			reason: "A spec the Deployment's controller has not seen is rolling out.",
+			ab:     ab(),
+			c:      children{deployment: deployment(2, 1, corev1.ConditionTrue)},
+			want:   xpv2.Unavailable().WithMessage("Deployment is rolling out generation 2: its controller has not seen it yet"),
+		},
+		"NotAvailable": {
+			reason: "A Deployment not Available says how many replicas are ready.",
+			ab:     ab(),
+			c: children{deployment: deployment(1, 1, corev1.ConditionFalse, func(d *appsv1.Deployment) {
+				d.Status.Replicas = 2
+				d.Status.ReadyReplicas = 1
+			})},
+			want: xpv2.Unavailable().WithMessage("Deployment is not Available: 1/2 replicas ready"),
+		},
+		"NoService": {
+			reason: "A wanted Service must exist.",
+			ab:     ab(withService),
+			c:      children{deployment: deployment(1, 1, corev1.ConditionTrue)},
+			want:   xpv2.Unavailable().WithMessage("Service does not exist"),
+		},
+		"Ready": {
+			reason: "An Available Deployment and the wanted Service make the bundle ready.",
+			ab:     ab(withService),
+			c:      children{deployment: deployment(1, 1, corev1.ConditionTrue), service: service()},
+			want:   xpv2.Available(),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := readiness(tc.ab, tc.c)
+			if !got.Equal(tc.want) {
+				t.Errorf("%s\nreadiness(...) = %+v, want %+v", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
