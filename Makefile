@@ -37,9 +37,14 @@ build-provider: ## Build the provider binary into bin/ (all make bench needs).
 	CGO_ENABLED=0 go build $(GO_BUILD_FLAGS) -ldflags '$(LDFLAGS)' -o bin/provider ./cmd/provider
 
 .PHONY: vet
-vet: ## Check formatting and run go vet.
+vet: lint ## Check formatting, run go vet and the linter.
 	@test -z "$$(gofmt -l apis cmd internal hack test)" || { gofmt -l apis cmd internal hack test; echo "gofmt needed"; exit 1; }
 	go vet ./... && go vet -tags e2e ./test/e2e/...
+
+.PHONY: lint
+lint: ## Run golangci-lint (.golangci.yml), the version cluster/local/versions.env pins, built from source.
+	cluster/local/build-tools.sh golangci-lint
+	$$(cluster/local/build-tools.sh golangci-lint-dir)/golangci-lint run --timeout 15m ./...
 
 .PHONY: test
 test: tools vet ## Run every test tier: unit + integration (envtest), a short fuzz run, then e2e on the local control plane.

@@ -19,10 +19,14 @@ TARGETS="
 ./internal/controller/configrollout/        FuzzHashDeterministic
 ./internal/controller/configrollout/        FuzzHashSeparates
 ./internal/controller/configrollout/        FuzzReferences
+./internal/controller/configrollout/        FuzzNextWave
+./internal/controller/configrollout/        FuzzWorkloadHash
 ./internal/controller/copyrule/             FuzzSelectTargets
 ./internal/controller/copyrule/             FuzzCopyContent
 ./internal/controller/copyrule/             FuzzMakePlan
-./internal/controller/chaosagent/           FuzzQuietWindow
+./internal/controller/copyrule/             FuzzSourceConflicts
+./internal/controller/copyrule/             FuzzTransform
+./internal/window/                          FuzzWindow
 ./internal/controller/chaosagent/           FuzzSelector
 ./internal/controller/chaosagent/           FuzzCompile
 ./internal/controller/chaosagent/           FuzzExcluded
@@ -32,6 +36,8 @@ TARGETS="
 ./internal/controller/appbundle/            FuzzDeploymentChanged
 ./internal/controller/appbundle/            FuzzClaimChanged
 ./internal/controller/immortalcontainer/    FuzzRestartDelay
+./internal/controller/immortalcontainer/    FuzzPodChanged
+./internal/urgency/                         FuzzConverged
 ./internal/function/                        FuzzDuration
 ./internal/function/                        FuzzNames
 ./internal/apimetrics/                      FuzzClassify

@@ -3,10 +3,12 @@
 # prebuilt binaries) and caches every tool under $CACHE_DIR/tools/<tool>-<version>/. A tool whose
 # cache directory is complete is not built again.
 #
-#   cluster/local/build-tools.sh [controlplane|crossplane|crank ...]   (default: all three)
+#   cluster/local/build-tools.sh [controlplane|crossplane|crank|golangci-lint ...]
+#                                 (default: the first three; make vet builds the linter)
 #
 # Prints nothing but progress on stderr; `cluster/local/build-tools.sh envtest-dir` prints the
-# directory to use as KUBEBUILDER_ASSETS, `crossplane-dir` and `crank-dir` where those are.
+# directory to use as KUBEBUILDER_ASSETS, `crossplane-dir`, `crank-dir` and `golangci-lint-dir` where
+# those are.
 set -euo pipefail
 
 # shellcheck source=common.sh
@@ -151,40 +153,50 @@ GO
   rm -rf "$out" && mv "$out.tmp" "$out"
 }
 
+# build_go_tool <out dir> <binary> <module> <version> <package> <ldflags>: one command-line tool
+# built from its module at the pinned version, in a wrapper module that imports it. -mod=mod
+# fetches only the modules the package needs.
+build_go_tool() {
+  local out="$1" bin="$2" module="$3" version="$4" pkg="$5" ldflags="$6"
+  [[ -x "$out/$bin" ]] && return
+  local w="$tools/.work/$bin"
+  wrapper "$w" "clusterops.local/$bin"
+  printf '//go:build tools\n\npackage tools\n\nimport _ "%s"\n' "$pkg" >"$w/tools.go"
+  (
+    cd "$w"
+    go mod edit -require="$module@$version"
+    mkdir -p "$out.tmp"
+    CGO_ENABLED=0 go build -mod=mod -tags tools -gcflags=all=-dwarf=false -o "$out.tmp/$bin" \
+      -ldflags "-s -w $ldflags" "$pkg"
+  )
+  rm -rf "$out" && mv "$out.tmp" "$out"
+}
+
 # The Crossplane CLI, crank, as users run it (`crossplane xpkg build`, `crossplane beta validate`,
 # `crossplane xpkg install`). Its last release served as a Go module is older than core
 # (versions.env). The version is stamped as a release build does: `crossplane version` reports it,
 # and `beta validate` names the core image of that version unless told another.
 crank_dir() { echo "$tools/crank-$CRANK_VERSION"; }
 build_crank() {
-  local out
-  out="$(crank_dir)"
-  [[ -x "$out/crank" ]] && return
-  log "building crank (the crossplane CLI) $CRANK_VERSION (~5 min cold)"
-  local w="$tools/.work/crank"
-  wrapper "$w" clusterops.local/cranktool
-  cat >"$w/tools.go" <<'GO'
-//go:build tools
+  [[ -x "$(crank_dir)/crank" ]] || log "building crank (the crossplane CLI) $CRANK_VERSION (~5 min cold)"
+  build_go_tool "$(crank_dir)" crank github.com/crossplane/crossplane/v2 "$CRANK_VERSION" \
+    github.com/crossplane/crossplane/v2/cmd/crank \
+    "-X github.com/crossplane/crossplane/v2/internal/version.version=$CRANK_VERSION"
+}
 
-package tools
-
-import _ "github.com/crossplane/crossplane/v2/cmd/crank"
-GO
-  (
-    cd "$w"
-    go mod edit -require="github.com/crossplane/crossplane/v2@$CRANK_VERSION"
-    mkdir -p "$out.tmp"
-    # -mod=mod fetches only the modules crank's packages need.
-    CGO_ENABLED=0 go build -mod=mod -tags tools -gcflags=all=-dwarf=false -o "$out.tmp/crank" \
-      -ldflags "-s -w -X github.com/crossplane/crossplane/v2/internal/version.version=$CRANK_VERSION" \
-      github.com/crossplane/crossplane/v2/cmd/crank
-  )
-  rm -rf "$out" && mv "$out.tmp" "$out"
+# The linter make vet runs, pinned like every other tool: built from its module at the version
+# versions.env names, not whatever a machine has installed.
+golangci_lint_dir() { echo "$tools/golangci-lint-$GOLANGCI_LINT_VERSION"; }
+build_golangci_lint() {
+  [[ -x "$(golangci_lint_dir)/golangci-lint" ]] || log "building golangci-lint $GOLANGCI_LINT_VERSION (~2 min cold)"
+  build_go_tool "$(golangci_lint_dir)" golangci-lint github.com/golangci/golangci-lint/v2 "$GOLANGCI_LINT_VERSION" \
+    github.com/golangci/golangci-lint/v2/cmd/golangci-lint "-X main.version=${GOLANGCI_LINT_VERSION#v}"
 }
 
 if [[ "${1:-}" == envtest-dir || "${1:-}" == controlplane-dir ]]; then echo "$cp_dir"; exit 0; fi
 if [[ "${1:-}" == crossplane-dir ]]; then crossplane_dir; exit 0; fi
 if [[ "${1:-}" == crank-dir ]]; then crank_dir; exit 0; fi
+if [[ "${1:-}" == golangci-lint-dir ]]; then golangci_lint_dir; exit 0; fi
 # Concurrent runs would wipe each other's work directories; the second waits for the first, then
 # finds the tools built.
 exec 9>"$tools/.lock"
@@ -199,6 +211,7 @@ for t in "${targets[@]}"; do
     controlplane|envtest|kubernetes|etcd|kwok) base[controlplane]=1 ;;
     crossplane) base[crossplane]=1 ;;
     crank) base[crank]=1 ;;
+    golangci-lint) base[golangci_lint]=1 ;;
     *) echo "build-tools: unknown tool $t" >&2; exit 2 ;;
   esac
 done

@@ -10,38 +10,15 @@ import (
 	"os"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/gate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
-	"github.com/clusterops/provider-clusterops/apis"
-	"github.com/clusterops/provider-clusterops/internal/apimetrics"
-	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
-	"github.com/clusterops/provider-clusterops/internal/controller/appbundle"
-	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
-	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
-	"github.com/clusterops/provider-clusterops/internal/target"
+	"github.com/clusterops/provider-clusterops/internal/provider"
 	"github.com/clusterops/provider-clusterops/internal/version"
 )
 
@@ -148,118 +125,35 @@ func run(o options) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot get API server config: set KUBECONFIG or run in a cluster")
 	}
-	// Every client made from cfg, the remote clusters' aside, counts its
-	// requests by verb and resource.
-	apimetrics.Instrument(cfg)
-	apimetrics.Register(metrics.Registry)
-	ownedPods, err := ownedBy(immortalcontainer.LabelOwner)
+	p, err := provider.New(providerOptions(o, cfg, log))
 	if err != nil {
 		return err
 	}
-	ownedByBundle, err := ownedBy(appbundle.LabelOwner)
-	if err != nil {
-		return err
-	}
-	mgr, err := ctrl.NewManager(ratelimiter.LimitRESTConfig(cfg, o.maxReconcileRate), ctrl.Options{
-		Cache: cache.Options{
-			SyncPeriod:       &o.sync,
-			DefaultTransform: cache.TransformStripManagedFields(),
-			// Only objects the provider made are cached and watched, not every pod,
-			// claim or Service in the cluster; workloads are watched as metadata
-			// only (ConfigRollout). ConfigMaps and Secrets are never cached here:
-			// kinds watch the ones they reference through internal/watchset.
-			// Kinds read what they act on from the API server, so objects outside
-			// the cache are seen. AppBundles watch their Deployments, claims and
-			// Services in a label-scoped cache of their own (appbundle.CacheOptions),
-			// as Deployments may not be scoped here: these options are keyed by
-			// kind, and a label scope for Deployments would hide unlabelled ones
-			// from ConfigRollout's metadata watch. The claim and Service entries
-			// keep any read of those through the manager's client scoped.
-			ByObject: map[client.Object]cache.ByObject{
-				&corev1.Pod{}:                   {Label: ownedPods},
-				&corev1.PersistentVolumeClaim{}: {Label: ownedByBundle},
-				&corev1.Service{}:               {Label: ownedByBundle},
-			},
-		},
-		Metrics:                    metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:     o.healthAddr,
-		PprofBindAddress:           o.pprofAddr,
-		LeaderElection:             o.leaderElection,
-		LeaderElectionID:           "provider-clusterops",
-		LeaderElectionNamespace:    o.namespace,
-		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
-		LeaseDuration:              &o.leaseDuration,
-		RenewDeadline:              &o.renewDeadline,
-		RetryPeriod:                &o.retryPeriod,
-	})
-	if err != nil {
-		return errors.Wrap(err, "cannot create controller manager")
-	}
-	if err := apis.AddToScheme(mgr.GetScheme()); err != nil {
-		return errors.Wrap(err, "cannot add APIs to scheme")
-	}
-	// The safe-start gate watches CustomResourceDefinitions.
-	if err := apiextensionsv1.AddToScheme(mgr.GetScheme()); err != nil {
-		return errors.Wrap(err, "cannot add CRD API to scheme")
-	}
-	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
-		return errors.Wrap(err, "cannot add health check")
-	}
-	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
-		return errors.Wrap(err, "cannot add ready check")
-	}
-
-	mrMetrics := managed.NewMRMetricRecorder()
-	stateMetrics := statemetrics.NewMRStateMetrics()
-	metrics.Registry.MustRegister(mrMetrics, stateMetrics)
-
-	co := controller.Options{
-		Logger:                  log,
-		MaxConcurrentReconciles: o.maxReconcileRate,
-		PollInterval:            o.poll,
-		GlobalRateLimiter:       ratelimiter.NewGlobal(o.maxReconcileRate),
-		Features:                &feature.Flags{},
-		MetricOptions: &controller.MetricOptions{
-			PollStateMetricInterval: 5 * time.Second,
-			MRMetrics:               mrMetrics,
-			MRStateMetrics:          stateMetrics,
-		},
-	}
-	if o.enableManagementPolicies {
-		co.Features.Enable(feature.EnableBetaManagementPolicies)
-	}
-	if o.enableChangeLogs {
-		clo, _, err := managedkind.ChangeLogs(o.changeLogsSocketPath, "provider-clusterops:"+version.Version)
-		if err != nil {
-			return err
-		}
-		co.Features.Enable(feature.EnableAlphaChangeLogs)
-		co.ChangeLogOptions = clo
-	}
-
-	limited := ratelimiter.LimitRESTConfig(cfg, o.maxReconcileRate)
-	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), cfg, mgr.GetScheme(),
-		target.WithProviderNamespace(o.namespace), target.WithClientRate(limited.QPS, limited.Burst))
-	mo := managedkind.Options{Options: co, PollJitter: float64(o.pollJitter) / 100}
-	if o.safeStart {
-		mo.Gate = new(gate.Gate[schema.GroupVersionKind])
-		if err := customresourcesgate.Setup(mgr, mo.Options); err != nil {
-			return errors.Wrap(err, "cannot set up safe-start gate")
-		}
-		if err := clusterops.SetupGated(mgr, mo, r); err != nil {
-			return err
-		}
-	} else if err := clusterops.Setup(mgr, mo, r); err != nil {
-		return err
-	}
-	return errors.Wrap(mgr.Start(ctrl.SetupSignalHandler()), "cannot run controller manager")
+	return p.Start(ctrl.SetupSignalHandler())
 }
 
-// ownedBy selects objects that carry the label key.
-func ownedBy(key string) (labels.Selector, error) {
-	r, err := labels.NewRequirement(key, selection.Exists, nil)
-	if err != nil {
-		return nil, errors.Wrapf(err, "cannot select objects labelled %s", key)
+// providerOptions are what the flags o say to build the provider with.
+func providerOptions(o options, cfg *rest.Config, log logging.Logger) provider.Options {
+	po := provider.Options{
+		Config:             cfg,
+		Logger:             log,
+		Namespace:          o.namespace,
+		MaxReconcileRate:   o.maxReconcileRate,
+		Poll:               o.poll,
+		PollJitter:         float64(o.pollJitter) / 100,
+		Sync:               o.sync,
+		ManagementPolicies: o.enableManagementPolicies,
+		SafeStart:          o.safeStart,
+		MetricsAddr:        o.metricsAddr,
+		HealthAddr:         o.healthAddr,
+		PprofAddr:          o.pprofAddr,
+		LeaderElection:     o.leaderElection,
+		LeaseDuration:      o.leaseDuration,
+		RenewDeadline:      o.renewDeadline,
+		RetryPeriod:        o.retryPeriod,
 	}
-	return labels.NewSelector().Add(*r), nil
+	if o.enableChangeLogs {
+		po.ChangeLogSocket, po.ChangeLogProvider = o.changeLogsSocketPath, "provider-clusterops:"+version.Version
+	}
+	return po
 }

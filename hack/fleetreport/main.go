@@ -33,7 +33,9 @@ type result struct {
 	RestartSeconds, RestartRequests, RestartWrites float64
 }
 
-func (r result) mrs() float64 { return float64(r.N + 10) }
+// mrs is what growth is divided by: the fleet, not the probes, which were
+// converged before the base sample.
+func (r result) mrs() float64 { return float64(r.N) }
 
 func (r result) heapPerMR() float64 { return (r.Heap - r.BaseHeap) / r.mrs() / 1024 }
 
@@ -121,7 +123,7 @@ func report(rs []result, took string, fanout []string, svg string) string {
 	if took != "" {
 		took = ", " + took
 	}
-	p("N managed resources of one kind applied at once, each referencing objects of its own, in one namespace or spread over N/10 namespaces; one scenario per control plane and provider process%s. **floor**: a raw client with the provider's standing (impersonated, same priority level, 32 parallel) creating the same resources and doing the writes the provider must (a metadata write standing for the finalizer, what it makes or changes, the status), timed in the same run. Per-resource figures divide by N plus the 10 probe resources; heap is live heap after a GC, growth over the provider with only the probes. **during / after**: a change to an object a probe references (ConfigRollout: its ConfigMap; CopyRule: its source; AppBundle: its Deployment's image; ImmortalContainer: its pod deleted; ChaosAgent: its spec) until the provider acted, made while the fleet converges and after. **restart**: a new provider with the converged fleet until every resource was reconciled and a second passed without a request.", took)
+	p("N managed resources of one kind applied at once, each referencing objects of its own, in one namespace or spread over N/10 namespaces; one scenario per control plane and provider process%s. **floor**: a raw client with the provider's standing (impersonated, same priority level, 32 parallel) creating the same resources and doing the writes the provider must (a metadata write standing for the finalizer, what it makes or changes, the status), timed in the same run. Reconciles, requests and writes per resource are the fleet's own, divided by N: the probes' reactions while it converged are taken out, each charged what one cost once the fleet was idle (results written before this rule counted them and divided by N + 10); heap is live heap after a GC, growth over the provider with only the probes. **during / after**: a change to an object a probe references (ConfigRollout: its ConfigMap; CopyRule: its source; AppBundle: its Deployment's image; ImmortalContainer: its pod deleted; ChaosAgent: its spec) until the provider acted, made while the fleet converges and after. **restart**: a new provider with the converged fleet until every resource was reconciled and a second passed without a request.", took)
 	p("")
 	p("![time to converge and memory against N](%s)", svg)
 	p("")

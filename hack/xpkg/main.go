@@ -127,9 +127,6 @@ type platform struct {
 
 func (p platform) String() string { return p.os + "/" + p.arch }
 
-// fileSuffix is the platform as a file name suffix: linux_amd64.
-func (p platform) fileSuffix() string { return p.os + "_" + p.arch }
-
 // platforms are those of every provider and function package, in index order.
 var platforms = []platform{ //nolint:gochecknoglobals // A constant in spirit.
 	{os: "linux", arch: "amd64", machine: elf.EM_X86_64},
@@ -618,7 +615,7 @@ func (noExamples) Init(context.Context, ...parser.BackendOption) (io.ReadCloser,
 // writeTarball writes img as an image tarball tagged tag, the format
 // `crossplane xpkg build` writes.
 func writeTarball(path string, tag name.Tag, img v1.Image) error {
-	f, err := os.OpenFile(filepath.Clean(path), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644) //nolint:gosec // A package is not a secret.
+	f, err := os.OpenFile(filepath.Clean(path), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
 		return errors.Wrap(err, "cannot create package tarball")
 	}

@@ -808,7 +808,7 @@ func startFunction(t *testing.T) *devFunction {
 			}
 			c, err := (&net.Dialer{Timeout: time.Second}).DialContext(ctx, "tcp", f.address)
 			if err != nil {
-				return false, nil
+				return false, nil //nolint:nilerr // Not listening yet: poll again.
 			}
 			_ = c.Close()
 			return true, nil

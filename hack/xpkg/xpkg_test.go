@@ -580,6 +580,8 @@ func TestProviderRBAC(t *testing.T) {
 		{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: all},
 		// ConfigRollout only applies and merge-patches workloads it does not own.
 		{APIGroups: []string{"apps"}, Resources: []string{"statefulsets", "daemonsets"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		// ConfigRollout rolls CronJobs through their job templates; Jobs are never touched.
+		{APIGroups: []string{"batch"}, Resources: []string{"cronjobs"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		// AppBundle gets one StorageClass by name, never lists.
 		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get"}},
 		// Leader election reads, creates and renews its Lease.

@@ -13,6 +13,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
 var (
@@ -24,12 +26,17 @@ var (
 		Name: "clusterops_api_watches",
 		Help: "Watch streams the provider holds open on API servers, by resource.",
 	}, []string{"resource"})
-	register sync.Once
 )
 
-// Register adds the metrics to r once; later calls do nothing.
-func Register(r prometheus.Registerer) {
-	register.Do(func() { r.MustRegister(requests, watches) })
+// Register adds the metrics to r. They are process-wide: registering them
+// again, as each provider a test process builds does, is not an error.
+func Register(r prometheus.Registerer) error {
+	for _, c := range []prometheus.Collector{requests, watches} {
+		if err := r.Register(c); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+			return errors.Wrap(err, "cannot register API request metrics")
+		}
+	}
+	return nil
 }
 
 // Instrument makes every client built from cfg, or from a copy of it, count
@@ -41,7 +48,7 @@ func Instrument(cfg *rest.Config) {
 type counting struct{ next http.RoundTripper }
 
 func (c counting) RoundTrip(req *http.Request) (*http.Response, error) {
-	verb, resource := Classify(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
+	verb, resource := classify(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
 	requests.WithLabelValues(verb, resource).Inc()
 	resp, err := c.next.RoundTrip(req)
 	if err != nil || verb != "watch" || resp.StatusCode != http.StatusOK {
@@ -65,12 +72,12 @@ func (c *closing) Close() error {
 	return c.ReadCloser.Close()
 }
 
-// Classify names a request's Kubernetes verb and resource from its method and
+// classify names a request's Kubernetes verb and resource from its method and
 // path, as the API server's request info does: "get" of "deployments",
 // "update" of "configrollouts/status", "watch" of "configmaps". A path that
 // is not a resource (discovery, /healthz) is the verb of its method and the
 // resource "-".
-func Classify(method, path, watch string) (verb, resource string) {
+func classify(method, path, watch string) (verb, resource string) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	// /api/v1/... or /apis/group/version/...
 	switch {

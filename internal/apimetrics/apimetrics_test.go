@@ -3,6 +3,9 @@ package apimetrics
 import (
 	"net/http"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 func TestClassify(t *testing.T) {
@@ -28,9 +31,9 @@ func TestClassify(t *testing.T) {
 		{http.MethodGet, "/healthz", "", "get", "-"},
 	}
 	for _, c := range cases {
-		verb, res := Classify(c.method, c.path, c.watch)
+		verb, res := classify(c.method, c.path, c.watch)
 		if verb != c.verb || res != c.resource {
-			t.Errorf("Classify(%s %s watch=%q) = %s %s, want %s %s", c.method, c.path, c.watch, verb, res, c.verb, c.resource)
+			t.Errorf("classify(%s %s watch=%q) = %s %s, want %s %s", c.method, c.path, c.watch, verb, res, c.verb, c.resource)
 		}
 	}
 }
@@ -39,9 +42,40 @@ func FuzzClassify(f *testing.F) {
 	f.Add("GET", "/api/v1/namespaces/a/configmaps/x", "")
 	f.Add("PATCH", "/apis/apps/v1/namespaces/a/deployments/web/status", "true")
 	f.Fuzz(func(t *testing.T, method, path, watch string) {
-		verb, res := Classify(method, path, watch)
+		verb, res := classify(method, path, watch)
 		if verb == "" && method != "" || res == "" {
-			t.Fatalf("Classify(%q, %q, %q) = %q, %q", method, path, watch, verb, res)
+			t.Fatalf("classify(%q, %q, %q) = %q, %q", method, path, watch, verb, res)
 		}
 	})
+}
+
+func TestRegister(t *testing.T) {
+	cases := map[string]struct {
+		reason  string
+		already []prometheus.Collector
+		wantErr bool
+	}{
+		"Fresh": {
+			reason: "The metrics register in a registry that has none of them.",
+		},
+		"Again": {
+			reason:  "A second provider in the process registers them again: not an error.",
+			already: []prometheus.Collector{requests, watches},
+		},
+		"Conflicting": {
+			reason:  "Other metrics of the same name are an error.",
+			already: []prometheus.Collector{prometheus.NewCounter(prometheus.CounterOpts{Name: "clusterops_api_requests_total", Help: "Something else."})},
+			wantErr: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(tc.already...)
+			err := Register(reg)
+			if diff := cmp.Diff(tc.wantErr, err != nil); diff != "" {
+				t.Errorf("\n%s\nRegister(...): error %v: -want error, +got error:\n%s", tc.reason, err, diff)
+			}
+		})
+	}
 }

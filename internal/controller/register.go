@@ -2,6 +2,8 @@
 package controller
 
 import (
+	"sync"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,17 +36,26 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 
 // SetupGated adds each kind's controller once its CRDs are installed
 // (Crossplane's safe-start), so that a package whose CRDs are not yet
-// established does not crash the provider.
-func SetupGated(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
+// established does not crash the provider. done, when not nil, is called once
+// every kind's setup has run (a failed one is logged), so that a caller can
+// wait for the controllers to be there.
+func SetupGated(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, done func()) error {
 	if o.Gate == nil {
 		return errors.New("safe-start needs a gate")
 	}
-	for _, k := range kinds(r) {
+	ks := kinds(r)
+	var left sync.WaitGroup
+	left.Add(len(ks))
+	for _, k := range ks {
 		o.Gate.Register(func() {
+			defer left.Done()
 			if err := k.setup(mgr, o); err != nil {
 				mgr.GetLogger().Error(err, "cannot set up controller", "kind", k.gvks)
 			}
 		}, k.gvks...)
+	}
+	if done != nil {
+		go func() { left.Wait(); done() }()
 	}
 	return nil
 }

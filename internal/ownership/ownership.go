@@ -1,7 +1,27 @@
-// Package ownership decides what a managed resource may do with an object that
-// stands where one of its own would: the one rule every kind follows so that
-// nothing a user owns is taken over or deleted without an explicit policy, and
-// an object in the way never keeps a managed resource from being deleted.
+// Package ownership says how this provider marks what its managed resources
+// make, how it recognises it again, and what a managed resource may do with an
+// object that stands where one of its own would: the one rule every kind
+// follows so that nothing a user owns is taken over or deleted without an
+// explicit policy, and an object in the way never keeps a managed resource
+// from being deleted.
+//
+// A Mark is the label each kind puts on what its managed resources make
+// (ByName: ImmortalContainer's pods, AppBundle's objects, ChaosAgent's
+// backup; ByUID: CopyRule's copies, which live in other namespaces). Only a
+// marked object is its managed resource's own: it may write and delete it,
+// and it caches, watches and lists by the mark. What the provider creates
+// (copies aside: they keep their source's labels) also carries
+// LabelManagedBy, which tells people and tools who made it but names no
+// managed resource, so it proves nothing to Decide.
+//
+// ConfigRollout's lock (configrollout.AnnotationLock) is not a Mark: the
+// workloads it annotates are the user's, never made, adopted or deleted by a
+// rollout. The lock only says which rollout, of several that could, writes
+// the one field a rollout writes (the pod template's hash), and it is removed,
+// not the workload, when the rollout goes. Decide does not apply to it (a
+// locked workload is not in the way of anything), so it stays with
+// ConfigRollout, as an annotation: locks are found through an index of the
+// provider's metadata cache, never by a label selector.
 package ownership
 
 // A Stake is what a managed resource may do with an existing object named like

@@ -68,12 +68,12 @@ func (p Policy) Check(own, ns string, nsLabels map[string]string) error {
 	deny := func(format string, a ...any) error {
 		return &OutOfReachError{Namespace: ns, Reason: fmt.Sprintf(format, a...)}
 	}
-	switch {
-	case ns == own:
+	switch ns {
+	case own:
 		return nil
-	case ns == "":
+	case "":
 		return deny("no namespace given")
-	case ns == p.ProviderNamespace:
+	case p.ProviderNamespace:
 		return deny("it is the provider's own namespace")
 	}
 	if pattern, ok := matchAny(p.Denied, ns); ok {

@@ -25,10 +25,10 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/version"
 )
 
-// DefaultSecretRecheck is how long a client built from a kubeconfig Secret is
+// defaultSecretRecheck is how long a client built from a kubeconfig Secret is
 // reused before the Secret is read again to see whether it was rotated. A change
 // of the config itself is seen at once.
-const DefaultSecretRecheck = time.Minute
+const defaultSecretRecheck = time.Minute
 
 // LocalID is the ID of the cluster the provider runs in.
 const LocalID = "local"
@@ -63,10 +63,6 @@ type remoteEntry struct {
 // An Option configures a Resolver.
 type Option func(*Resolver)
 
-// WithSecretRecheck sets how long a kubeconfig-based client is reused before
-// its Secret is read again.
-func WithSecretRecheck(d time.Duration) Option { return func(r *Resolver) { r.recheck = d } }
-
 // WithClientRate sets the request rate limits of target-cluster clients. Without
 // it they get client-go's default of 5 requests per second.
 func WithClientRate(qps float32, burst int) Option {
@@ -87,7 +83,7 @@ func NewResolver(kube client.Client, secrets client.Reader, local *rest.Config, 
 		usage:   resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{}),
 		local:   local,
 		scheme:  s,
-		recheck: DefaultSecretRecheck,
+		recheck: defaultSecretRecheck,
 		now:     time.Now,
 		remote:  map[string]*remoteEntry{},
 	}
@@ -125,6 +121,11 @@ func (r *Resolver) Resolve(ctx context.Context, mg resource.ModernManaged) (*Clu
 	if err != nil {
 		return nil, err
 	}
+	return r.cluster(ctx, rc)
+}
+
+// cluster returns the cluster config rc describes, with the reach it grants.
+func (r *Resolver) cluster(ctx context.Context, rc *resolvedConfig) (*Cluster, error) {
 	switch rc.source {
 	case string(v1alpha1.CredentialsSourceInjectedIdentity):
 		c, err := r.localClient()

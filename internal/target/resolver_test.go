@@ -296,3 +296,71 @@ func TestCheckNamespaceReadsLabels(t *testing.T) {
 		})
 	}
 }
+
+// TestResolveRefTracksAndReleases: a config named outside
+// spec.providerConfigRef (a CopyRule's source side) resolves to its cluster
+// and reach, and is tracked in a usage of its own beside the main one;
+// ReleaseRef deletes that usage, only that one, and never a usage the managed
+// resource does not control.
+func TestResolveRefTracksAndReleases(t *testing.T) {
+	ctx := context.Background()
+	ns := control.Namespace(t, "apps", nil)
+	primary := xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "main-" + ns}
+	side := xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "side-" + ns}
+	create(t, control.Client,
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: primary.Name}, Spec: v1alpha1.ClusterProviderConfigSpec{Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity}}},
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: side.Name}, Spec: v1alpha1.ClusterProviderConfigSpec{
+			Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity},
+			Reach:       &v1alpha1.Reach{Namespaces: []string{"side-*"}},
+		}},
+	)
+	m := mr(ns, &primary)
+	create(t, control.Client, m)
+	r := newResolver()
+	if _, err := r.Resolve(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	c, err := r.ResolveRef(ctx, m, side, "source")
+	if err != nil {
+		t.Fatalf("ResolveRef(...): %v", err)
+	}
+	if err := c.Reach.Check(ns, "side-a", nil); err != nil {
+		t.Errorf("ResolveRef(...): the cluster does not have the side config's reach: %v", err)
+	}
+	usage := func(name string) (*v1alpha1.ProviderConfigUsage, error) {
+		u := &v1alpha1.ProviderConfigUsage{}
+		return u, control.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, u)
+	}
+	sideUsage := string(m.GetUID()) + "-source"
+	if u, err := usage(sideUsage); err != nil || u.ProviderConfigReference != side {
+		t.Fatalf("ResolveRef(...): usage %s of %v: %v %+v", sideUsage, side, err, u.ProviderConfigReference)
+	}
+
+	// Another resource's usage of the same role name is not this one's to delete.
+	other := mr(ns, &primary)
+	create(t, control.Client, other)
+	foreign := &v1alpha1.ProviderConfigUsage{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: string(other.GetUID()) + "-source"}}
+	foreign.SetProviderConfigReference(side)
+	foreign.SetResourceReference(xpv2.TypedReference{APIVersion: "v1", Kind: "ConfigMap", Name: "x"})
+	create(t, control.Client, foreign)
+	if err := r.ReleaseRef(ctx, other, "source"); err != nil {
+		t.Fatalf("ReleaseRef(other): %v", err)
+	}
+	if _, err := usage(foreign.Name); err != nil {
+		t.Errorf("ReleaseRef(...) deleted a usage the managed resource does not control: %v", err)
+	}
+
+	if err := r.ReleaseRef(ctx, m, "source"); err != nil {
+		t.Fatalf("ReleaseRef(...): %v", err)
+	}
+	if _, err := usage(sideUsage); err == nil {
+		t.Errorf("ReleaseRef(...) left usage %s", sideUsage)
+	}
+	if _, err := usage(string(m.GetUID())); err != nil {
+		t.Errorf("ReleaseRef(...) took the main config's usage too: %v", err)
+	}
+	// Nothing left to release is no error.
+	if err := r.ReleaseRef(ctx, m, "source"); err != nil {
+		t.Errorf("ReleaseRef(...) a second time: %v", err)
+	}
+}

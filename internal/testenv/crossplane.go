@@ -25,7 +25,7 @@ func CrossplaneCRDs() (string, error) {
 		return "", err
 	}
 	var candidates []string
-	if out, err := exec.Command(filepath.Join(RepoRoot(), "cluster", "local", "build-tools.sh"), "crossplane-dir").Output(); err == nil { //nolint:gosec // The repo's own script.
+	if out, err := exec.Command(filepath.Join(RepoRoot(), "cluster", "local", "build-tools.sh"), "crossplane-dir").Output(); err == nil {
 		candidates = append(candidates, filepath.Join(strings.TrimSpace(string(out)), "crds"))
 	}
 	if out, err := exec.Command("go", "env", "GOMODCACHE").Output(); err == nil {

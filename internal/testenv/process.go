@@ -51,11 +51,11 @@ type Process struct {
 // appending its output to the file log. The process dies with the test binary
 // (on Linux), so a test that panics leaves nothing running.
 func StartProcess(log, bin string, args []string, env ...string) (*Process, error) {
-	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600) //nolint:gosec // A log file the test chose.
+	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot open log file")
 	}
-	cmd := exec.Command(bin, args...) //nolint:gosec // A binary the test built.
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = sysProcAttr()
@@ -135,5 +135,5 @@ func FreePort() (int, error) {
 		return 0, errors.Wrap(err, "cannot find a free port")
 	}
 	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil //nolint:forcetypeassert // A TCP listener's address.
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

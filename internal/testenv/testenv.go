@@ -23,24 +23,17 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 
-	"github.com/clusterops/provider-clusterops/apis"
-	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
-	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/provider"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
@@ -77,6 +70,10 @@ type Env struct {
 	// and delete to, as cmd/provider's --enable-changelogs does.
 	ChangeLogSocket string
 
+	// Provider is the provider RunProvider started last: its manager (whose
+	// cache tests may inspect) and resolver.
+	Provider *provider.Provider
+
 	// certDir holds the serving certificate of a restartable API server.
 	certDir string
 }
@@ -87,17 +84,9 @@ func RepoRoot() string {
 	return filepath.Join(filepath.Dir(f), "..", "..")
 }
 
-// Scheme returns a scheme with the Kubernetes and provider types.
-func Scheme() (*kruntime.Scheme, error) {
-	s := kruntime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := apiextensionsv1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, apis.AddToScheme(s)
-}
+// Scheme returns a scheme with the Kubernetes and provider types: the
+// provider's own.
+func Scheme() (*kruntime.Scheme, error) { return provider.Scheme() }
 
 // assets finds the directory of kube-apiserver and etcd: KUBEBUILDER_ASSETS, or
 // the cache that cluster/local/build-tools.sh fills.
@@ -225,30 +214,21 @@ func (e *Env) Kubeconfig() ([]byte, error) {
 	return u.KubeConfig()
 }
 
-// RunProvider runs the provider's controllers against the Env until ctx ends,
-// as cmd/provider does but without safe-start gating (the CRDs are already
-// installed), at a rate that keeps tests quick. poll is the safety-net poll
+// RunProvider runs the provider against the Env until ctx ends, built as
+// cmd/provider builds it (internal/provider: its scoped cache, metrics and
+// safe-start), at a rate that keeps tests quick. poll is the safety-net poll
 // interval.
 func (e *Env) RunProvider(ctx context.Context, poll time.Duration) (*target.Resolver, error) {
 	return e.RunProviderAtRate(ctx, poll, 50)
 }
 
 // RunProviderAtRate is RunProvider with cmd/provider's --max-reconcile-rate.
+// It returns once every kind's controller is on the manager (safe-start adds
+// them when it sees their CRDs established).
 func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate int) (*target.Resolver, error) {
 	base := e.Config
 	if e.ProviderConfig != nil {
 		base = e.ProviderConfig
-	}
-	limited := ratelimiter.LimitRESTConfig(base, rate)
-	e.ManagerWrites = &RequestLog{}
-	limited.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.ManagerWrites, next: rt} })
-	mgr, err := ctrl.NewManager(limited, ctrl.Options{
-		Scheme:                 e.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	})
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot create manager")
 	}
 	log := logging.NewNopLogger()
 	ctrl.SetLogger(zap.New(zap.WriteTo(io.Discard)))
@@ -264,37 +244,51 @@ func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate in
 		ctrl.SetLogger(zl)
 		log = logging.NewLogrLogger(zl)
 	}
-	o := controller.Options{
-		Logger:                  log,
-		MaxConcurrentReconciles: rate,
-		PollInterval:            poll,
-		GlobalRateLimiter:       ratelimiter.NewGlobal(rate),
-		Features:                &feature.Flags{},
-	}
-	o.Features.Enable(feature.EnableBetaManagementPolicies)
+	e.ManagerWrites, e.Requests = &RequestLog{}, &RequestLog{}
+	o := ProviderOptions(base, poll, rate)
+	o.Logger = log
+	o.WrapManager = func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.ManagerWrites, next: rt} }
+	o.WrapTargets = func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.Requests, next: rt} }
 	if e.ChangeLogSocket != "" {
-		clo, closeConn, err := managedkind.ChangeLogs(e.ChangeLogSocket, "provider-clusterops:test")
-		if err != nil {
-			return nil, err
-		}
-		go func() { <-ctx.Done(); _ = closeConn() }()
-		o.Features.Enable(feature.EnableAlphaChangeLogs)
-		o.ChangeLogOptions = clo
+		o.ChangeLogSocket, o.ChangeLogProvider = e.ChangeLogSocket, "provider-clusterops:test"
 	}
-	e.Requests = &RequestLog{}
-	logged := rest.CopyConfig(base)
-	logged.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.Requests, next: rt} })
-	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), logged, e.Scheme,
-		target.WithProviderNamespace(ProviderNamespace), target.WithClientRate(limited.QPS, limited.Burst))
-	if err := clusterops.Setup(mgr, managedkind.Options{Options: o}, r); err != nil {
-		return nil, errors.Wrap(err, "cannot set up controllers")
+	p, err := provider.New(o)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot build the provider")
 	}
+	e.Provider = p
 	go func() {
-		if err := mgr.Start(ctx); err != nil {
+		if err := p.Start(ctx); err != nil {
 			fmt.Fprintln(os.Stderr, "testenv: provider stopped:", err)
 		}
 	}()
-	return r, nil
+	select {
+	case <-p.SetUp():
+	case <-ctx.Done():
+		return nil, errors.Wrap(ctx.Err(), "provider stopped before its controllers were set up")
+	case <-time.After(time.Minute):
+		return nil, errors.New("the provider's controllers were not set up within a minute: are the CRDs established?")
+	}
+	return p.Resolver, nil
+}
+
+// ProviderOptions are cmd/provider's defaults for a provider that tests run
+// against cfg: with the poll interval and --max-reconcile-rate, without jitter
+// (so a test's poll is the poll), and with no endpoints listening, as several
+// may run in one process.
+func ProviderOptions(cfg *rest.Config, poll time.Duration, rate int) provider.Options {
+	return provider.Options{
+		Config:             cfg,
+		Namespace:          ProviderNamespace,
+		MaxReconcileRate:   rate,
+		Poll:               poll,
+		Sync:               time.Hour,
+		ManagementPolicies: true,
+		SafeStart:          true,
+		MetricsAddr:        "0",
+		HealthAddr:         "0",
+		PprofAddr:          "0",
+	}
 }
 
 // Namespace creates a namespace with a unique name starting with prefix and

@@ -11,18 +11,24 @@ import (
 	"context"
 	"sync"
 
+	"golang.org/x/time/rate"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 )
 
-// Priority ranks urgent requests; new managed resources have 0, the initial
+// priority ranks urgent requests; new managed resources have 0, the initial
 // list and resyncs handler.LowPriority.
-const Priority = 10
+const priority = 10
 
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
@@ -67,7 +73,7 @@ func (q urgentQueue) Add(r reconcile.Request) { q.AddWithOpts(priorityqueue.AddO
 
 func (q urgentQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Request) {
 	if o.Priority == nil {
-		p := Priority
+		p := priority
 		o.Priority = &p
 		for _, r := range rs {
 			pending.Store(r, struct{}{})
@@ -82,22 +88,98 @@ func (q urgentQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Reques
 var pending sync.Map
 
 // Limited is crossplane-runtime's ratelimiter.NewReconciler(name, r, l) for
-// every request but urgent ones, which run at once. The global limiter hands
+// every request but urgent ones, which run at once, and converged ones, which
+// draw from a bucket ConvergedShare times larger. The global limiter hands
 // out its slots in the order reconciles ask for them, and a controller's
 // workers drain a queue of 10,000 new resources into slots up to 100 s ahead
 // at the default rate, so a change heard meanwhile would wait for all of them
 // whatever its rank in the queue. Urgent reconciles come from changes made in
 // the cluster, whose rate the limiter is not there to bound; the client's
 // QPS limit and the controller's workers still do.
-func Limited(name string, r reconcile.Reconciler, l ratelimiter.RateLimiter) reconcile.Reconciler {
-	return limited{urgent: r, routine: ratelimiter.NewReconciler(name, r, l)}
+//
+// converged, when not nil, says whether the managed resource of a request is
+// converged as the cache holds it (Converged). A restart, a resync or a poll
+// reconciles every converged resource once: at the default rate of 100, a
+// restart with 10,000 converged resources spent 90 s only waiting for slots,
+// although those reconciles write nothing. They still draw from a bucket of
+// their own, so a provider that loops over converged resources is bounded
+// too, at ConvergedShare times the rate; a resource whose spec changed, that
+// failed or is not Ready is not converged and takes a global slot.
+func Limited(name string, r reconcile.Reconciler, l ratelimiter.RateLimiter, converged func(context.Context, reconcile.Request) bool) reconcile.Reconciler {
+	out := &limited{name: name, inner: r, global: l}
+	if converged != nil {
+		out.converged, out.convergedLimiter = converged, convergedLimiter(l)
+	}
+	return out
 }
 
-type limited struct{ urgent, routine reconcile.Reconciler }
+type limited struct {
+	name             string
+	inner            reconcile.Reconciler
+	global           ratelimiter.RateLimiter
+	converged        func(context.Context, reconcile.Request) bool
+	convergedLimiter ratelimiter.RateLimiter
+	// putOff are the requests put off by a limiter: one that comes back
+	// was given its slot and runs, as in crossplane-runtime's.
+	putOff sync.Map
+}
 
-func (l limited) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+func (l *limited) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if _, ok := pending.LoadAndDelete(req); ok {
-		return l.urgent.Reconcile(ctx, req)
+		return l.inner.Reconcile(ctx, req)
 	}
-	return l.routine.Reconcile(ctx, req)
+	item := l.name + req.String()
+	if _, ok := l.putOff.LoadAndDelete(item); ok {
+		return l.inner.Reconcile(ctx, req)
+	}
+	lim := l.global
+	if l.converged != nil && l.converged(ctx, req) {
+		lim = l.convergedLimiter
+	}
+	if d := lim.When(item); d > 0 {
+		l.putOff.Store(item, struct{}{})
+		return reconcile.Result{RequeueAfter: d}, nil
+	}
+	return l.inner.Reconcile(ctx, req)
+}
+
+// ConvergedShare is how many reconciles of converged resources the limiter
+// lets through for each routine one: their bucket has this many times the
+// global bucket's rate and burst.
+const ConvergedShare = 10
+
+var (
+	convergedMu      sync.Mutex
+	convergedBuckets = map[ratelimiter.RateLimiter]ratelimiter.RateLimiter{}
+)
+
+// convergedLimiter is the bucket of converged reconciles that goes with the
+// global limiter l, one for every controller that shares l. A limiter other
+// than a token bucket (tests') is shared as it is.
+func convergedLimiter(l ratelimiter.RateLimiter) ratelimiter.RateLimiter {
+	b, ok := l.(*ratelimiter.BucketRateLimiter)
+	if !ok {
+		return l
+	}
+	convergedMu.Lock()
+	defer convergedMu.Unlock()
+	if c, ok := convergedBuckets[l]; ok {
+		return c
+	}
+	c := &ratelimiter.BucketRateLimiter{Limiter: rate.NewLimiter(b.Limit()*ConvergedShare, b.Burst()*ConvergedShare)}
+	convergedBuckets[l] = c
+	return c
+}
+
+// Converged is whether a managed resource as last written has nothing left to
+// do: its last reconcile succeeded for its current spec (Synced at its
+// generation), it is Ready, and it is neither being deleted nor in the middle
+// of a create. A reconcile of such a resource is a check, which writes only
+// if something it references changed meanwhile.
+func Converged(mg resource.Managed) bool {
+	if mg.GetDeletionTimestamp() != nil || meta.ExternalCreateIncomplete(mg) {
+		return false
+	}
+	s, r := mg.GetCondition(xpv2.TypeSynced), mg.GetCondition(xpv2.TypeReady)
+	return s.Status == corev1.ConditionTrue && s.ObservedGeneration == mg.GetGeneration() && r.Status == corev1.ConditionTrue
 }

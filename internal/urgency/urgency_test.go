@@ -2,8 +2,10 @@ package urgency
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource/fake"
 )
 
 // TestUrgentBeforeBacklog: a change heard after a backlog of new resources is
@@ -67,7 +75,7 @@ func TestLimitedLetsUrgentThrough(t *testing.T) {
 		return reconcile.Result{}, nil
 	})
 	l := workqueue.NewTypedMaxOfRateLimiter[string](&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(1), 1)})
-	r := Limited("test", inner, l)
+	r := Limited("test", inner, l, nil)
 	req := func(n string) reconcile.Request {
 		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: n}}
 	}
@@ -87,4 +95,149 @@ func TestLimitedLetsUrgentThrough(t *testing.T) {
 	if res, _ := r.Reconcile(ctx, req("urgent")); ran != 2 || res.RequeueAfter == 0 {
 		t.Fatalf("urgency is spent by the reconcile it asked for: ran %d, %+v", ran, res)
 	}
+}
+
+// TestLimitedConverged: with the global limiter's slots taken, a converged
+// resource's reconcile runs from its own bucket, a routine one is put off and
+// then runs when it comes back, and the converged bucket, once empty, puts
+// off converged reconciles too.
+func TestLimitedConverged(t *testing.T) {
+	var ran []string
+	inner := reconcile.Func(func(_ context.Context, r reconcile.Request) (reconcile.Result, error) {
+		ran = append(ran, r.Name)
+		return reconcile.Result{}, nil
+	})
+	global := &ratelimiter.BucketRateLimiter{Limiter: rate.NewLimiter(rate.Limit(0.001), 1)}
+	r := Limited("test", inner, global, func(_ context.Context, r reconcile.Request) bool { return r.Name != "new" })
+	req := func(n string) reconcile.Request {
+		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: n}}
+	}
+	ctx := context.Background()
+	if _, err := r.Reconcile(ctx, req("new")); err != nil {
+		t.Fatal(err)
+	}
+	putOff, _ := r.Reconcile(ctx, req("new"))
+	for i := range ConvergedShare {
+		if res, _ := r.Reconcile(ctx, req(fmt.Sprintf("converged-%d", i))); res.RequeueAfter != 0 {
+			t.Fatalf("converged reconcile %d of a bucket of %d was put off: %+v", i, ConvergedShare, res)
+		}
+	}
+	over, _ := r.Reconcile(ctx, req("converged-over"))
+	again, _ := r.Reconcile(ctx, req("new"))
+	want := []string{"new"}
+	for i := range ConvergedShare {
+		want = append(want, fmt.Sprintf("converged-%d", i))
+	}
+	want = append(want, "new")
+	if diff := cmp.Diff(want, ran); diff != "" {
+		t.Errorf("reconciles run: -want, +got:\n%s", diff)
+	}
+	if putOff.RequeueAfter == 0 || over.RequeueAfter == 0 || again.RequeueAfter != 0 {
+		t.Errorf("put off: a routine reconcile without a slot %v (want > 0), a converged one past its bucket %v (want > 0), the routine one come back %v (want 0)",
+			putOff.RequeueAfter, over.RequeueAfter, again.RequeueAfter)
+	}
+}
+
+func TestConvergedLimiterShared(t *testing.T) {
+	g := ratelimiter.NewGlobal(100)
+	a, b := convergedLimiter(g), convergedLimiter(g)
+	if a != b {
+		t.Errorf("two controllers of one global limiter get different converged buckets")
+	}
+	c, ok := a.(*ratelimiter.BucketRateLimiter)
+	if !ok {
+		t.Fatalf("converged limiter of a bucket is %T, want a bucket", a)
+	}
+	if got, want := [2]float64{float64(c.Limit()), float64(c.Burst())}, [2]float64{1000, 10000}; got != want {
+		t.Errorf("converged bucket of rate 100: rate, burst = %v, want %v", got, want)
+	}
+}
+
+// managedResource is a managed resource at generation gen with the given Synced
+// (synced at generation syncedGen) and Ready statuses.
+func managedResource(gen int64, synced corev1.ConditionStatus, syncedGen int64, ready corev1.ConditionStatus, mut ...func(*fake.Managed)) *fake.Managed {
+	mg := &fake.Managed{}
+	mg.SetGeneration(gen)
+	if synced != "" {
+		mg.SetConditions(xpv2.Condition{Type: xpv2.TypeSynced, Status: synced, Reason: "ReconcileSuccess", ObservedGeneration: syncedGen})
+	}
+	if ready != "" {
+		mg.SetConditions(xpv2.Condition{Type: xpv2.TypeReady, Status: ready, Reason: "Available"})
+	}
+	for _, m := range mut {
+		m(mg)
+	}
+	return mg
+}
+
+func TestConverged(t *testing.T) {
+	now := metav1.Now()
+	cases := map[string]struct {
+		reason string
+		mg     *fake.Managed
+		want   bool
+	}{
+		"Converged": {
+			reason: "Synced at its generation and Ready is converged.",
+			mg:     managedResource(3, corev1.ConditionTrue, 3, corev1.ConditionTrue),
+			want:   true,
+		},
+		"NewSpec": {
+			reason: "A spec its last reconcile did not see is work to do.",
+			mg:     managedResource(4, corev1.ConditionTrue, 3, corev1.ConditionTrue),
+		},
+		"New": {
+			reason: "A resource never reconciled has no conditions.",
+			mg:     managedResource(1, "", 0, ""),
+		},
+		"Failing": {
+			reason: "A resource whose last reconcile failed is not converged.",
+			mg:     managedResource(2, corev1.ConditionFalse, 2, corev1.ConditionTrue),
+		},
+		"NotReady": {
+			reason: "A resource that is not Ready may still be on its way.",
+			mg:     managedResource(2, corev1.ConditionTrue, 2, corev1.ConditionFalse),
+		},
+		"Deleting": {
+			reason: "A resource being deleted has its deletion to do.",
+			mg:     managedResource(2, corev1.ConditionTrue, 2, corev1.ConditionTrue, func(mg *fake.Managed) { mg.SetDeletionTimestamp(&now) }),
+		},
+		"CreateIncomplete": {
+			reason: "A resource whose create has not recorded its result is not converged.",
+			mg: managedResource(2, corev1.ConditionTrue, 2, corev1.ConditionTrue, func(mg *fake.Managed) {
+				meta.SetExternalCreatePending(mg, now.Time)
+			}),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Converged(tc.mg); got != tc.want {
+				t.Errorf("%s\nConverged(...) = %t, want %t", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzConverged checks that a converged resource is Synced at its current
+// generation and Ready, whatever else its status says.
+func FuzzConverged(f *testing.F) {
+	f.Add(int64(1), uint8(1), int64(1), uint8(1), false)
+	f.Add(int64(2), uint8(1), int64(1), uint8(1), false)
+	f.Add(int64(2), uint8(1), int64(2), uint8(2), true)
+	status := func(b uint8) corev1.ConditionStatus {
+		return []corev1.ConditionStatus{"", corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown}[b%4]
+	}
+	f.Fuzz(func(t *testing.T, gen int64, synced uint8, syncedGen int64, ready uint8, deleting bool) {
+		mg := managedResource(gen, status(synced), syncedGen, status(ready), func(mg *fake.Managed) {
+			if deleting {
+				now := metav1.Now()
+				mg.SetDeletionTimestamp(&now)
+			}
+		})
+		got := Converged(mg)
+		want := !deleting && status(synced) == corev1.ConditionTrue && syncedGen == gen && status(ready) == corev1.ConditionTrue
+		if got != want {
+			t.Errorf("Converged(gen %d, synced %q at %d, ready %q, deleting %t) = %t, want %t", gen, status(synced), syncedGen, status(ready), deleting, got, want)
+		}
+	})
 }

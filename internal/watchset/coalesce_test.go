@@ -253,8 +253,11 @@ func TestCoalescingIsAllOrNothing(t *testing.T) {
 		}
 		return nil
 	})
+	// An existence selector is grouped with nothing, so the same Ensure
+	// always starts it before it tries the group's shared watch (a label=value
+	// selector would form a group of its own, tried in map order).
 	labelled := configMaps
-	labelled.Namespace, labelled.Labels = ns, "app=x"
+	labelled.Namespace, labelled.Labels = ns, "app"
 	fifth := types.NamespacedName{Namespace: ns, Name: "owner-4"}
 	if err := s.Ensure(fifth, c, labelled, named(ns, "cm-4")); !errors.Is(err, errBoom) {
 		t.Fatalf("Ensure(fifth) = %v, want %v", err, errBoom)

@@ -1,6 +1,11 @@
 package watchset
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
 
 // SetStartHook makes f run as each watch of s starts, with the watch's
 // context; an error from f fails that start. Tests use it to make a start fail
@@ -17,4 +22,41 @@ func SetCoalesceAbove(s *Set, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.coalesceAbove = n
+}
+
+// Len returns how many informers are running: the API-server watches the Set
+// holds, a group's shared one counting once for all its names.
+func (s *Set) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.watches) + len(s.shared)
+}
+
+// Synced reports whether every watch owner needs has listed its objects, so
+// that a change from now on is sure to bring an event.
+func (s *Set) Synced(owner types.NamespacedName) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.owners[owner] {
+		// A watch nothing serves will never sync; never dereference it.
+		if r, ok := s.serving(k); !ok || !r.informer.HasSynced() {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitSynced polls until every watch of owner has synced or ctx ends; tests that
+// must not miss the next change use it.
+func (s *Set) WaitSynced(ctx context.Context, owner types.NamespacedName) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for !s.Synced(owner) {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
 }

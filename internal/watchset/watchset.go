@@ -21,7 +21,6 @@ import (
 	"maps"
 	"strings"
 	"sync"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -243,11 +242,28 @@ type notice struct {
 // or nothing: if a watch cannot start, the ones this call started stop and
 // owner keeps the watches it had.
 func (s *Set) Ensure(owner types.NamespacedName, c *target.Cluster, ws ...Watch) error {
+	return s.EnsureOn(owner, On{Cluster: c, Watches: ws})
+}
+
+// On are watches on one cluster.
+type On struct {
+	Cluster *target.Cluster
+	Watches []Watch
+}
+
+// EnsureOn is Ensure for an owner that acts on more than one cluster, such as
+// a rule that reads on one and writes on another: ons are the complete set of
+// watches owner needs, on every cluster.
+func (s *Set) EnsureOn(owner types.NamespacedName, ons ...On) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	want := make(map[key]struct{}, len(ws))
-	for _, w := range ws {
-		want[key{cluster: c.ID, Watch: w}] = struct{}{}
+	want := map[key]struct{}{}
+	clusters := map[string]*target.Cluster{}
+	for _, on := range ons {
+		clusters[on.Cluster.ID] = on.Cluster
+		for _, w := range on.Watches {
+			want[key{cluster: on.Cluster.ID, Watch: w}] = struct{}{}
+		}
 	}
 	// Start first and release after: a failed start must leave no informer
 	// running unowned, and no key in s.owners without its watch.
@@ -271,7 +287,7 @@ func (s *Set) Ensure(owner types.NamespacedName, c *target.Cluster, ws ...Watch)
 			fresh[g] = append(fresh[g], k)
 			continue
 		}
-		if err := s.start(c, k); err != nil {
+		if err := s.start(clusters[k.cluster], k); err != nil {
 			undo()
 			return err
 		}
@@ -281,7 +297,7 @@ func (s *Set) Ensure(owner types.NamespacedName, c *target.Cluster, ws ...Watch)
 		// Counted before owner lets go of any name: coalescing a little early
 		// costs nothing but the namespace's other objects in the store.
 		if len(s.named[g])+len(ks) > s.coalesceAbove {
-			if err := s.startShared(c, g); err != nil {
+			if err := s.startShared(clusters[g.cluster], g); err != nil {
 				undo()
 				return err
 			}
@@ -289,7 +305,7 @@ func (s *Set) Ensure(owner types.NamespacedName, c *target.Cluster, ws ...Watch)
 			continue
 		}
 		for _, k := range ks {
-			if err := s.start(c, k); err != nil {
+			if err := s.start(clusters[k.cluster], k); err != nil {
 				undo()
 				return err
 			}
@@ -377,28 +393,6 @@ func (s *Set) Forget(owner types.NamespacedName) {
 		s.release(owner, k)
 	}
 	delete(s.owners, owner)
-}
-
-// Len returns how many informers are running: the API-server watches the Set
-// holds, a group's shared one counting once for all its names.
-func (s *Set) Len() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.watches) + len(s.shared)
-}
-
-// Synced reports whether every watch owner needs has listed its objects, so
-// that a change from now on is sure to bring an event.
-func (s *Set) Synced(owner types.NamespacedName) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k := range s.owners[owner] {
-		// A watch nothing serves will never sync; never dereference it.
-		if r, ok := s.serving(k); !ok || !r.informer.HasSynced() {
-			return false
-		}
-	}
-	return true
 }
 
 // release records that owner no longer needs k and stops the informer that
@@ -619,21 +613,6 @@ func concerns(f Interest, w Watch, objs []any) bool {
 		}
 	}
 	return false
-}
-
-// WaitSynced polls until every watch of owner has synced or ctx ends; tests
-// and callers that must not miss the next change use it.
-func (s *Set) WaitSynced(ctx context.Context, owner types.NamespacedName) error {
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
-	for !s.Synced(owner) {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return nil
 }
 
 // slim keeps of a watched object its identity and version.

@@ -444,7 +444,7 @@ func abandon(b *testing.B, c client.Client, lists []client.ObjectList, nss []str
 				b.Fatal(err)
 			}
 			parallel(b, len(objs), func(i int) error {
-				o := objs[i].(client.Object) //nolint:forcetypeassert // Managed resources are client.Objects.
+				o := objs[i].(client.Object)
 				err := c.Patch(ctx, o, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
 				if client.IgnoreNotFound(err) != nil {
 					return err

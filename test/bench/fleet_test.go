@@ -100,6 +100,11 @@ type fleetResult struct {
 
 	DuringMs, AfterMs []float64 // event → action, while converging and after
 
+	// The probes' reactions while the fleet converged, and what one reaction
+	// cost once it was idle: reconciles, requests and writes, subtracted from
+	// the fleet's (…PerMR, Requests and ReconcilesBy are per fleet resource).
+	DuringReactions, ProbeReconciles, ProbeRequests, ProbeWrites float64
+
 	RestartSeconds, RestartRequests, RestartWrites float64
 	RestartRequestsBy                              map[string]float64 // "verb resource" → count
 }
@@ -198,7 +203,7 @@ var fleetKinds = map[string]fleetKind{
 		},
 		floorReady: func(ctx context.Context, f *fleet) error {
 			return awaitFloor(ctx, f, &appsv1.DeploymentList{}, func(o client.Object) bool {
-				d := o.(*appsv1.Deployment) //nolint:forcetypeassert // Listed as Deployments.
+				d := o.(*appsv1.Deployment)
 				return d.Status.AvailableReplicas >= 1
 			})
 		},
@@ -233,7 +238,7 @@ var fleetKinds = map[string]fleetKind{
 		},
 		floorReady: func(ctx context.Context, f *fleet) error {
 			return awaitFloor(ctx, f, &corev1.PodList{}, func(o client.Object) bool {
-				return o.(*corev1.Pod).Status.Phase == corev1.PodRunning //nolint:forcetypeassert // Listed as pods.
+				return o.(*corev1.Pod).Status.Phase == corev1.PodRunning
 			})
 		},
 		probe: func(ctx context.Context, c client.Client, ns, name string, _ int, _ *fleet) (func(context.Context) (bool, error), error) {
@@ -347,7 +352,7 @@ func awaitFloor(ctx context.Context, f *fleet, l client.ObjectList, ready func(c
 				return false, nil //nolint:nilerr // Try again.
 			}
 			_ = meta.EachListItem(l, func(o kruntime.Object) error {
-				if ready(o.(client.Object)) { //nolint:forcetypeassert // Typed lists hold client.Objects.
+				if ready(o.(client.Object)) {
 					n++
 				}
 				return nil
@@ -519,20 +524,6 @@ func BenchmarkFleet(b *testing.B) {
 	r.Heap, r.RSS, r.Goroutines = after.heap, after.rss, after.goroutines
 	r.Watches = after.watches
 	r.APIServerWatchersDelta = apiWatchers() - watchersBefore
-	r.ReconcilesPerMR = (after.reconciles - base.reconciles) / mrs
-	r.RequestsPerMR = (after.total() - base.total()) / mrs
-	r.WritesPerMR = (after.writes() - base.writes()) / mrs
-	r.Requests, r.ReconcilesBy = map[string]float64{}, map[string]float64{}
-	for k, v := range after.reconcilesBy {
-		if d := v - base.reconcilesBy[k]; d > 0 {
-			r.ReconcilesBy[k] = d / mrs
-		}
-	}
-	for vr, v := range after.requests {
-		if d := v - base.requests[vr]; d > 0 {
-			r.Requests[vr] = d / mrs
-		}
-	}
 	for j := range fleetProbes {
 		d, err := react(ctx, k, f, probe(j), n+j)
 		if err != nil {
@@ -542,6 +533,36 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	if _, err := settled(ctx); err != nil {
 		b.Fatal(err)
+	}
+	probed, err := fleetScrape()
+	if err != nil {
+		b.Fatal(err)
+	}
+	// What converging the fleet cost: the probes were converged before the
+	// base sample, but their reactions while the fleet converged are in the
+	// count. Each such reaction is charged what one cost once the fleet was
+	// idle (the mean of the ten after it), and the rest is divided among the
+	// fleet's n resources.
+	r.DuringReactions = float64(len(during))
+	r.ProbeReconciles = (probed.reconciles - after.reconciles) / fleetProbes
+	r.ProbeRequests = (probed.total() - after.total()) / fleetProbes
+	r.ProbeWrites = (probed.writes() - after.writes()) / fleetProbes
+	fleetOnly := func(converge, probes float64) float64 {
+		return max(0, converge-r.DuringReactions*probes) / float64(n)
+	}
+	r.ReconcilesPerMR = fleetOnly(after.reconciles-base.reconciles, r.ProbeReconciles)
+	r.RequestsPerMR = fleetOnly(after.total()-base.total(), r.ProbeRequests)
+	r.WritesPerMR = fleetOnly(after.writes()-base.writes(), r.ProbeWrites)
+	r.Requests, r.ReconcilesBy = map[string]float64{}, map[string]float64{}
+	for k, v := range after.reconcilesBy {
+		if d := fleetOnly(v-base.reconcilesBy[k], (probed.reconcilesBy[k]-v)/fleetProbes); d > 0 {
+			r.ReconcilesBy[k] = d
+		}
+	}
+	for vr, v := range after.requests {
+		if d := fleetOnly(v-base.requests[vr], (probed.requests[vr]-v)/fleetProbes); d > 0 {
+			r.Requests[vr] = d
+		}
 	}
 
 	// A restart with the converged fleet: what the new provider sends until

@@ -102,7 +102,7 @@ func startProvider(ctx context.Context, bin, kubeconfig, rate string) (*provider
 		if !p.Running() {
 			return false, fmt.Errorf("the provider exited; see %s", log)
 		}
-		r, err := http.Get(ready) //nolint:noctx // Loopback, short.
+		r, err := http.Get(ready)
 		if err != nil {
 			return false, nil //nolint:nilerr // Not up yet.
 		}
@@ -140,7 +140,7 @@ func (p *providerProcess) rssBytes() (float64, error) {
 // collectGarbage has the provider run a garbage collection (a heap profile
 // with gc=1 does), so that heap figures are of live objects only.
 func (p *providerProcess) collectGarbage() error {
-	r, err := http.Get(p.pprof + "/heap?gc=1") //nolint:noctx // Loopback, short.
+	r, err := http.Get(p.pprof + "/heap?gc=1")
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (p *providerProcess) collectGarbage() error {
 
 // profile saves the provider's pprof profile kind (with query) to path.
 func (p *providerProcess) profile(kind, query, path string) error {
-	r, err := http.Get(p.pprof + "/" + kind + "?" + query) //nolint:noctx // Loopback; a CPU profile takes its seconds.
+	r, err := http.Get(p.pprof + "/" + kind + "?" + query)
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func parse(r io.Reader) (families, error) {
 
 // providerMetrics scrapes the provider's metrics endpoint.
 func (p *providerProcess) providerMetrics() (families, error) {
-	r, err := http.Get(p.metrics) //nolint:noctx // Loopback, short.
+	r, err := http.Get(p.metrics)
 	if err != nil {
 		return nil, err
 	}

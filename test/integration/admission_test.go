@@ -132,9 +132,9 @@ func TestAdmission(t *testing.T) {
 			want:   "choose the workloads with exactly one of workloads, selector or auto: true",
 		},
 		"ConfigRolloutUnknownKind": {
-			reason: "Only Deployments, StatefulSets and DaemonSets roll.",
-			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ConfigRollout, metadata: {name: cr4}, spec: {forProvider: {configMaps: [{name: c}], workloads: [{kind: CronJob, name: w}]}}}`,
-			want:   `Unsupported value: "CronJob"`,
+			reason: "Only Deployments, StatefulSets, DaemonSets and CronJobs roll: a Job's pod template cannot change.",
+			yaml:   `{apiVersion: workload.clusterops.io/v1alpha1, kind: ConfigRollout, metadata: {name: cr4}, spec: {forProvider: {configMaps: [{name: c}], workloads: [{kind: Job, name: w}]}}}`,
+			want:   `Unsupported value: "Job"`,
 		},
 		"ConfigRolloutBadDebounce": {
 			reason: "A debounce must be a duration.",
@@ -178,7 +178,7 @@ func TestAdmission(t *testing.T) {
 		"ChaosAgentWindowBadTime": {
 			reason: "Quiet window times are HH:MM.",
 			yaml:   `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: ca7}, spec: {forProvider: {ipsumMode: true, quietWindows: [{start: "9am", end: "17:00"}]}}}`,
-			want:   "quietWindows[].start and end are times of day as HH:MM",
+			want:   "quietWindows[0]: Invalid value: start and end are times of day as HH:MM",
 		},
 		"ChaosAgentWindowBadDay": {
 			reason: "Quiet window days are weekday names.",
@@ -188,7 +188,7 @@ func TestAdmission(t *testing.T) {
 		"ChaosAgentWindowEmptyTimeZone": {
 			reason: "A quiet window's time zone is an IANA name, not empty.",
 			yaml:   `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: ca9}, spec: {forProvider: {ipsumMode: true, quietWindows: [{start: "09:00", end: "17:00", timeZone: ""}]}}}`,
-			want:   "quietWindows[].timeZone is an IANA time zone such as UTC or Europe/Berlin",
+			want:   "quietWindows[0]: Invalid value: timeZone is an IANA time zone such as UTC or Europe/Berlin",
 		},
 		"ChaosAgentBadSelectorOperator": {
 			reason: "A selector operator outside the four known ones is refused.",

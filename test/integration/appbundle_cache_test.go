@@ -101,7 +101,7 @@ func TestAppBundleCacheLeavesConfigRolloutsDeploymentsAlone(t *testing.T) {
 	testenv.Eventually(t, wait, "the manager's metadata cache to hold every Deployment", func(ctx context.Context) (bool, error) {
 		got, err := metadataNames(ctx, manager, ns)
 		if err != nil || !slices.Equal(got, []string{"plain", "web"}) {
-			return false, fmt.Errorf("holds %v, want [plain web] (%v)", got, err)
+			return false, fmt.Errorf("holds %v, want [plain web]: %w", got, err)
 		}
 		return true, nil
 	})
@@ -122,7 +122,7 @@ func TestAppBundleCacheLeavesConfigRolloutsDeploymentsAlone(t *testing.T) {
 	testenv.Eventually(t, wait, "a Deployment-scoped manager cache to show its metadata view narrowed", func(ctx context.Context) (bool, error) {
 		got, err := metadataNames(ctx, scoped, ns)
 		if err != nil || !slices.Equal(got, []string{"web"}) {
-			return false, fmt.Errorf("holds %v, want [web] (%v)", got, err)
+			return false, fmt.Errorf("holds %v, want [web]: %w", got, err)
 		}
 		return true, nil
 	})

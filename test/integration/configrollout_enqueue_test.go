@@ -107,8 +107,8 @@ func TestConfigRolloutSelectorReadsOnlyWhatItSelects(t *testing.T) {
 	})
 	var lists, others []string
 	for _, r := range env.Requests.Since(mark) {
-		for _, kind := range []string{"deployments", "statefulsets", "daemonsets"} {
-			if strings.HasPrefix(r, "GET /apis/apps/v1/namespaces/"+ns+"/"+kind+"?") || r == "GET /apis/apps/v1/namespaces/"+ns+"/"+kind {
+		for _, kind := range []string{"apps/v1/namespaces/" + ns + "/deployments", "apps/v1/namespaces/" + ns + "/statefulsets", "apps/v1/namespaces/" + ns + "/daemonsets", "batch/v1/namespaces/" + ns + "/cronjobs"} {
+			if strings.HasPrefix(r, "GET /apis/"+kind+"?") || r == "GET /apis/"+kind {
 				lists = append(lists, r)
 			}
 		}

@@ -155,7 +155,7 @@ func TestBadInputAdmission(t *testing.T) {
 		"ChaosAgentWindowBadTime": {
 			reason: "Quiet window times are HH:MM, with examples.",
 			yaml:   chaos(`{ipsumMode: true, quietWindows: [{start: "09:00", end: "5pm"}]}`),
-			want:   []string{"spec.forProvider.quietWindows[0]", "quietWindows[].start and end are times of day as HH:MM, such as 09:00 or 17:30"},
+			want:   []string{"spec.forProvider.quietWindows[0]", "start and end are times of day as HH:MM, such as 09:00 or 17:30"},
 		},
 		"ChaosAgentWindowBadDay": {
 			reason: "Weekday names are listed.",
@@ -165,7 +165,7 @@ func TestBadInputAdmission(t *testing.T) {
 		"ChaosAgentWindowBadTimeZone": {
 			reason: "A time zone is an IANA name.",
 			yaml:   chaos(`{ipsumMode: true, quietWindows: [{start: "09:00", end: "17:00", timeZone: "UTC+2 hours"}]}`),
-			want:   []string{"spec.forProvider.quietWindows[0]", "quietWindows[].timeZone is an IANA time zone such as UTC or Europe/Berlin"},
+			want:   []string{"spec.forProvider.quietWindows[0]", "timeZone is an IANA time zone such as UTC or Europe/Berlin"},
 		},
 		"ChaosAgentBadExcludedPattern": {
 			reason: "Excluded namespaces are names or globs, in words.",

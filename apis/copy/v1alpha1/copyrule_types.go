@@ -29,7 +29,11 @@ const (
 
 // CopyRuleParameters are the configurable fields of a CopyRule.
 // +kubebuilder:validation:XValidation:rule="(has(self.selector) && ((has(self.selector.matchLabels) && size(self.selector.matchLabels) > 0) || (has(self.selector.matchExpressions) && size(self.selector.matchExpressions) > 0))) || (has(self.names) && size(self.names) > 0)",message="set a non-empty selector or names: a rule must not copy every object of its source namespace by accident"
+// +kubebuilder:validation:XValidation:rule="!has(self.sourceNamespace) || !has(self.sourceNamespaces)",message="set sourceNamespace or sourceNamespaces, not both: sourceNamespaces lists every source namespace"
 // +kubebuilder:validation:XValidation:rule="[has(self.namespaces) && size(self.namespaces) > 0, has(self.namespacePattern), has(self.namespaceSelector), has(self.allNamespaces) && self.allNamespaces].filter(x, x).size() == 1",message="set exactly one of namespaces, namespacePattern, namespaceSelector or allNamespaces: true"
+// +kubebuilder:validation:XValidation:rule="!has(self.copyName) || (!has(self.selector) && has(self.names) && size(self.names) == 1)",message="copyName needs exactly one source: one entry in names and no selector (several sources would all be copied to the one name)"
+// +kubebuilder:validation:XValidation:rule="!has(self.into) || self.kind == 'Secret'",message="into: ConfigMap copies a Secret into a ConfigMap, so it needs kind: Secret; a ConfigMap is never copied into a Secret"
+// +kubebuilder:validation:XValidation:rule="has(self.into) == has(oldSelf.into) && (!has(self.into) || self.into == oldSelf.into)",message="into is immutable: create another rule"
 type CopyRuleParameters struct {
 	// Kind of the objects copied. It cannot change: a rule's copies are all
 	// of one kind.
@@ -43,6 +47,36 @@ type CopyRuleParameters struct {
 	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="sourceNamespace: a namespace name is lowercase letters, digits and '-', and starts and ends with a letter or digit"
 	SourceNamespace string `json:"sourceNamespace,omitempty"`
+
+	// SourceNamespaces hold the objects to copy, as the original Copyrator's
+	// rules listed them: the rule copies what it selects in each of them. Set
+	// it or sourceNamespace, not both; with neither, the source is the rule's
+	// own namespace. Each must be within the reach of the source side's
+	// config. A name found in more than one of them is a conflict: no copy of
+	// that name is written (copies already made are left as they are, neither
+	// updated nor deleted), the rule reports it in status.atProvider.problems
+	// with reason SourceConflict and a Warning event, and copies of that name
+	// follow the one remaining source once the conflict goes. A copy's
+	// annotation copy.clusterops.io/source names the namespace it came from.
+	// When sources and targets are on one cluster, a source namespace is
+	// never a target.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="sourceNamespaces: a namespace name is lowercase letters, digits and '-', and starts and ends with a letter or digit"
+	SourceNamespaces []string `json:"sourceNamespaces,omitempty"`
+
+	// Source says on which cluster the source namespaces are. Without it the
+	// sources are on the cluster spec.providerConfigRef names, as the copies
+	// are. With source.providerConfigRef, the rule reads its sources through
+	// that config (on the cluster it describes, within the reach it grants)
+	// and writes its copies through spec.providerConfigRef, so both clusters'
+	// owners consent: each config's reach bounds its side. Nothing is ever
+	// written on the source side.
+	// +optional
+	Source *CopySource `json:"source,omitempty"`
 
 	// Selector selects the objects to copy by label. An object is copied when
 	// the selector or Names selects it.
@@ -99,6 +133,160 @@ type CopyRuleParameters struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=256
 	MaxParallelWrites int32 `json:"maxParallelWrites,omitempty"`
+
+	// What a copy holds: keys, name, kind and metadata (issue #19). A change
+	// of any of these rewrites the copies that differ, and only those.
+
+	// Keys says which keys of a source's data are copied, and under which
+	// names. Unset, every key is copied as it is.
+	// +optional
+	Keys *CopyKeys `json:"keys,omitempty"`
+
+	// CopyName names the copies when they should not have the source's name.
+	// It needs exactly one source: one entry in names and no selector.
+	// Changing it deletes the copies of the old name and creates the new ones.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$')",message="copyName: an object name is lowercase letters, digits, '-' and '.', and starts and ends with a letter or digit"
+	CopyName string `json:"copyName,omitempty"`
+
+	// Into makes the copies of another kind than their sources. The only
+	// value is ConfigMap, with kind: Secret: each Secret's keys are copied
+	// into a ConfigMap, values that are valid UTF-8 into data, others into
+	// binaryData; the Secret's type is not kept.
+	// WARNING: the data then becomes readable by whoever can read ConfigMaps
+	// in the target namespaces, which is usually far more people and
+	// controllers than can read Secrets, and ConfigMaps are not encrypted at
+	// rest. Copy only keys that are not secret (use keys.include). A
+	// ConfigMap is never copied into a Secret. It cannot change: create
+	// another rule.
+	// +optional
+	// +kubebuilder:validation:Enum=ConfigMap
+	Into string `json:"into,omitempty"`
+
+	// Metadata on copies: labels dropped from what the source has, and
+	// labels and annotations added to every copy.
+	// +optional
+	Metadata *CopyMetadata `json:"metadata,omitempty"`
+}
+
+// CopyKeys says which keys of a source's data (a ConfigMap's data and
+// binaryData, a Secret's data) are copied, and under which names.
+// +kubebuilder:validation:XValidation:rule="!has(self.include) || !has(self.exclude) || !self.include.exists(k, k in self.exclude)",message="keys: a key cannot be both included and excluded"
+// +kubebuilder:validation:XValidation:rule="!has(self.rename) || !has(self.exclude) || !self.exclude.exists(k, k in self.rename)",message="keys: an excluded key cannot be renamed"
+// +kubebuilder:validation:XValidation:rule="!has(self.rename) || !has(self.include) || self.rename.all(k, k in self.include)",message="keys: with include, rename only keys that include lists"
+// +kubebuilder:validation:XValidation:rule="!has(self.rename) || self.rename.all(k, self.rename.filter(j, self.rename[j] == self.rename[k]).size() == 1)",message="keys.rename: two keys cannot be renamed to the same key"
+// +kubebuilder:validation:XValidation:rule="!has(self.rename) || !has(self.include) || self.rename.all(k, !(self.rename[k] in self.include) || self.rename[k] in self.rename)",message="keys.rename: a new key name collides with a key include copies under its own name; rename that key too, or leave it out of include"
+type CopyKeys struct {
+	// Include lists the only keys copied. Unset, every key is, but those
+	// Exclude lists. Keys a source lacks are skipped. An empty list, which
+	// would copy no key at all, is refused.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="keys.include: a key is letters, digits, '-', '_' and '.'"
+	Include []string `json:"include,omitempty"`
+
+	// Exclude lists keys that are not copied.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="keys.exclude: a key is letters, digits, '-', '_' and '.'"
+	Exclude []string `json:"exclude,omitempty"`
+
+	// Rename maps a source's key to the key it has in the copies, e.g.
+	// {password: DB_PASSWORD}. A source whose own key has the new name (and
+	// is copied under it) is not copied, and is reported: rename or exclude
+	// that key too.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 253 && k.matches('^[-._a-zA-Z0-9]+$'))",message="keys.rename: keys and new names are letters, digits, '-', '_' and '.', at most 253 of them"
+	Rename map[string]DataKey `json:"rename,omitempty"`
+}
+
+// A DataKey is a key of a ConfigMap's or a Secret's data.
+// +kubebuilder:validation:MaxLength=253
+// +kubebuilder:validation:XValidation:rule="self.matches('^[-._a-zA-Z0-9]+$')",message="keys.rename: keys and new names are letters, digits, '-', '_' and '.', at most 253 of them"
+type DataKey string
+
+// A LabelValue is the value of a label.
+// +kubebuilder:validation:MaxLength=63
+// +kubebuilder:validation:XValidation:rule="self.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')",message="metadata.labels: a value is at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit, or empty"
+type LabelValue string
+
+// An AnnotationValue is the value of an annotation.
+// +kubebuilder:validation:MaxLength=4096
+type AnnotationValue string
+
+// CopyMetadata is what a rule changes in the metadata of its copies. Copies
+// keep the source's labels but those dropped here and those in the
+// provider's domains (clusterops.io and its subdomains: a mark of the
+// provider belongs to the object it marks, not to a copy). The labels and
+// annotations the provider marks its copies with can be neither dropped nor
+// set here.
+type CopyMetadata struct {
+	// DropLabels lists label keys of the source the copies do not get, e.g.
+	// argocd.argoproj.io/instance, whose GitOps tool would otherwise take
+	// the copies for its own and prune them.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:items:XValidation:rule="!self.matches('^([^/]*[.])?clusterops[.]io/')",message="metadata.dropLabels: the provider's own labels (clusterops.io domains) are never dropped"
+	DropLabels []string `json:"dropLabels,omitempty"`
+
+	// DropLabelPrefixes drops every label of the source whose key starts
+	// with one of these, e.g. "app.kubernetes.io/" or "argocd.argoproj.io/".
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=317
+	// +kubebuilder:validation:items:XValidation:rule="!self.matches('^([^/]*[.])?clusterops[.]io/')",message="metadata.dropLabelPrefixes: the provider's own labels (clusterops.io domains) are never dropped"
+	DropLabelPrefixes []string `json:"dropLabelPrefixes,omitempty"`
+
+	// Labels are added to every copy, over the source's labels of the same
+	// keys.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?clusterops[.]io/'))",message="metadata.labels: keys in the provider's domains (clusterops.io) are its own and cannot be set"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="metadata.labels: a key is an optional DNS subdomain and '/', then at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+	Labels map[string]LabelValue `json:"labels,omitempty"`
+
+	// Annotations are added to every copy. When one is removed here, it is
+	// removed from the copies too.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?clusterops[.]io/'))",message="metadata.annotations: keys in the provider's domains (clusterops.io) are its own and cannot be set"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 317 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))",message="metadata.annotations: a key is an optional DNS subdomain and '/', then at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit"
+	Annotations map[string]AnnotationValue `json:"annotations,omitempty"`
+}
+
+// A CopySource names where a CopyRule reads its sources.
+type CopySource struct {
+	// ProviderConfigRef names the ProviderConfig (in the rule's namespace) or
+	// ClusterProviderConfig whose cluster and reach the sources are read
+	// through: the source side of a cross-cluster copy. spec.providerConfigRef
+	// stays the side the copies are written to, as for every managed
+	// resource. The config is in use, and cannot be deleted, while the rule
+	// names it.
+	ProviderConfigRef SourceProviderConfigReference `json:"providerConfigRef"`
+}
+
+// A SourceProviderConfigReference names a ProviderConfig or a
+// ClusterProviderConfig.
+type SourceProviderConfigReference struct {
+	// Kind of the config: ProviderConfig (in the rule's namespace) or
+	// ClusterProviderConfig.
+	// +kubebuilder:validation:Enum=ProviderConfig;ClusterProviderConfig
+	Kind string `json:"kind"`
+	// Name of the config.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // Reasons a target is reported as a problem.
@@ -109,6 +297,9 @@ const (
 	ProblemRefused          = "Refused"
 	ProblemPruneSkipped     = "PruneSkipped"
 	ProblemNamespaceMissing = "NamespaceMissing"
+	// ProblemSourceConflict is a name that more than one source namespace
+	// holds: neither is copied until one of them goes.
+	ProblemSourceConflict = "SourceConflict"
 )
 
 // A CopyProblem is an object a CopyRule could not keep in sync, and why.
@@ -116,8 +307,9 @@ type CopyProblem struct {
 	// Namespace and Name of the object (a target copy, or a refused source).
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
-	// Reason is Conflict, OutOfReach, WriteFailed, Refused, PruneSkipped or
-	// NamespaceMissing.
+	// Reason is Conflict, OutOfReach, WriteFailed, Refused, PruneSkipped,
+	// NamespaceMissing or SourceConflict (Namespace is then the first source
+	// namespace holding the name; the message names them all).
 	Reason string `json:"reason"`
 	// Message says what happened and what to do.
 	Message string `json:"message"`
@@ -125,6 +317,9 @@ type CopyProblem struct {
 
 // An ObservedSource is a source object and the version of it last copied.
 type ObservedSource struct {
+	// Namespace of the source, on the source side's cluster.
+	// +optional
+	Namespace       string `json:"namespace,omitempty"`
 	Name            string `json:"name"`
 	ResourceVersion string `json:"resourceVersion"`
 }
@@ -190,8 +385,9 @@ type CopyRuleStatus struct {
 
 // +kubebuilder:object:root=true
 
-// A CopyRule copies the ConfigMaps or Secrets that match it in a source
-// namespace into target namespaces and keeps the copies equal to their
+// A CopyRule copies the ConfigMaps or Secrets that match it in one or more
+// source namespaces (on the cluster of its config, or of
+// spec.forProvider.source.providerConfigRef) into target namespaces and keeps the copies equal to their
 // sources: a changed source, a new or relabelled namespace, and an edited or
 // deleted copy are acted on at once. Copies keep the source's data, type and
 // labels. Copies of sources that are deleted or stop matching, and copies in

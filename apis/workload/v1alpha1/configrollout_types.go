@@ -4,6 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 )
 
 // A SourceRef names a ConfigMap or Secret in the ConfigRollout's namespace.
@@ -20,8 +22,10 @@ type SourceRef struct {
 
 // A WorkloadRef names a workload in the ConfigRollout's namespace.
 type WorkloadRef struct {
-	// Kind of the workload.
-	// +kubebuilder:validation:Enum=Deployment;StatefulSet;DaemonSet
+	// Kind of the workload. A CronJob is rolled through its job template: the
+	// next Job it starts uses the new configuration, and Jobs already running
+	// are left alone.
+	// +kubebuilder:validation:Enum=Deployment;StatefulSet;DaemonSet;CronJob
 	Kind string `json:"kind"`
 
 	// Name of the workload.
@@ -51,20 +55,154 @@ type ConfigRolloutParameters struct {
 	// +optional
 	Workloads []WorkloadRef `json:"workloads,omitempty"`
 
-	// Selector picks the Deployments, StatefulSets and DaemonSets to roll by
-	// their labels.
+	// Selector picks the Deployments, StatefulSets, DaemonSets and CronJobs to
+	// roll by their labels.
 	// +optional
 	Selector *metav1.LabelSelector `json:"selector,omitempty"`
 
-	// Auto rolls every Deployment, StatefulSet and DaemonSet in the namespace
-	// whose pod template uses one of the sources, through volumes, envFrom or
-	// env valueFrom.
+	// Auto rolls every Deployment, StatefulSet, DaemonSet and CronJob in the
+	// namespace whose pod template uses one of the sources, through volumes,
+	// envFrom or env valueFrom, when what its pods read changes: a workload
+	// that reads only single keys of a source (env valueFrom, volume items)
+	// rolls only when one of those keys changes; one that reads a whole source
+	// (envFrom, a volume without items) rolls on any change of it (within
+	// keys, when the source lists some). A change to a source a workload does
+	// not read never rolls it.
 	// +optional
 	Auto bool `json:"auto,omitempty"`
 
 	// Debounce gathers the changes within this window into one rollout.
 	// +optional
 	Debounce *metav1.Duration `json:"debounce,omitempty"`
+
+	// Strategy rolls the workloads a few at a time, each wave only after the
+	// workloads before it are available again, and halts when one is not
+	// within progressDeadline, so that a configuration that breaks pods
+	// breaks only a few. Without it every workload rolls at once.
+	// +optional
+	Strategy *RolloutStrategy `json:"strategy,omitempty"`
+
+	// Windows are the only times a workload starts rolling. A change outside
+	// every window waits for the next one to open, as one rollout: several
+	// changes while waiting roll once, to the latest content. A workload
+	// rolling when a window closes finishes; the rest wait for the next
+	// window. Without windows a change rolls at any time. Windows are read
+	// like ChaosAgent's quiet windows.
+	// +optional
+	// +kubebuilder:validation:MaxItems=16
+	Windows []apisv1alpha1.TimeWindow `json:"windows,omitempty"`
+}
+
+// A RolloutStrategy rolls the workloads of a ConfigRollout in waves.
+// Workloads roll in the order spec.forProvider.workloads lists them; picked
+// by selector or auto, Deployments first, then StatefulSets, DaemonSets and
+// CronJobs, each by name.
+type RolloutStrategy struct {
+	// MaxConcurrent is how many workloads may be rolling at once: rolled and
+	// not yet available. The next workload rolls when one of them is.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	MaxConcurrent int32 `json:"maxConcurrent,omitempty"`
+
+	// ProgressDeadline is how long a rolled workload may take to be available
+	// again: a Deployment whose controller observed the new template, with
+	// every replica updated and available; a StatefulSet with every replica
+	// updated (but those its partition holds back) and ready; a DaemonSet with every scheduled pod updated and
+	// available (a CronJob is at once). One that is not by then halts the
+	// rollout: nothing more rolls, the Progressing condition turns False with
+	// reason ProgressDeadlineExceeded, and a RolloutHalted event names it.
+	// The rollout resumes when that workload becomes available, when the
+	// sources change again (a new rollout, from the first workload that does
+	// not carry the new hash), or when progressDeadline is raised past its
+	// age. Between 10s and 24h.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$')",message="progressDeadline is a duration such as 90s, 10m or 1h"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || (duration(self) >= duration('10s') && duration(self) <= duration('24h'))",message="progressDeadline must be between 10s and 24h"
+	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
+}
+
+// Phases of a staggered or windowed rollout, in status.atProvider.progress.phase.
+const (
+	PhaseRolling          = "Rolling"
+	PhaseHalted           = "Halted"
+	PhaseWaitingForWindow = "WaitingForWindow"
+	PhaseComplete         = "Complete"
+)
+
+// TypeProgressing is the condition of a ConfigRollout with a strategy or
+// windows: True while it rolls or once it has rolled everything, False
+// while it is halted or waits for a window.
+const TypeProgressing xpv2.ConditionType = "Progressing"
+
+// Reasons of the Progressing condition.
+const (
+	ReasonRolling                  xpv2.ConditionReason = "Rolling"
+	ReasonRolloutComplete          xpv2.ConditionReason = "RolloutComplete"
+	ReasonProgressDeadlineExceeded xpv2.ConditionReason = "ProgressDeadlineExceeded"
+	ReasonOutsideWindow            xpv2.ConditionReason = "OutsideWindow"
+)
+
+// An InFlightWorkload was rolled and is not available yet.
+type InFlightWorkload struct {
+	// Kind of the workload.
+	Kind string `json:"kind"`
+	// Name of the workload.
+	Name string `json:"name"`
+	// Since is when this rollout rolled it; the progress deadline counts from
+	// here.
+	Since metav1.Time `json:"since"`
+}
+
+// RolloutProgress is where a ConfigRollout with a strategy or windows stands.
+// It is worked out again on every reconcile from the workloads themselves
+// (the hash each carries, their status) and the rollout times in
+// status.atProvider.workloads, so a provider restart or a new leader resumes
+// it without rolling again what was rolled.
+type RolloutProgress struct {
+	// Phase is Rolling, Halted, WaitingForWindow or Complete.
+	// +optional
+	Phase string `json:"phase,omitempty"`
+
+	// Hash the rollout rolls the workloads to.
+	// +optional
+	Hash string `json:"hash,omitempty"`
+
+	// StartedAt is when the rollout to this hash began; workloads it rolled
+	// have a lastRollout at or after it.
+	// +optional
+	StartedAt *metav1.Time `json:"startedAt,omitempty"`
+
+	// Rolled counts the workloads that carry the hash and are available (or
+	// that this rollout did not need to roll).
+	// +optional
+	Rolled int64 `json:"rolled,omitempty"`
+
+	// InFlight are the workloads rolled and not available yet, at most
+	// strategy.maxConcurrent.
+	// +optional
+	InFlight []InFlightWorkload `json:"inFlight,omitempty"`
+
+	// Pending counts the workloads still to roll.
+	// +optional
+	Pending int64 `json:"pending,omitempty"`
+
+	// Next names up to 10 pending workloads, as Kind/name, in the order they
+	// roll.
+	// +optional
+	Next []string `json:"next,omitempty"`
+
+	// Halted names the workload that did not become available within
+	// strategy.progressDeadline, and why, while the rollout is halted.
+	// +optional
+	Halted string `json:"halted,omitempty"`
+
+	// WaitingUntil is when the next rollout window opens, while pending
+	// workloads wait for it.
+	// +optional
+	WaitingUntil *metav1.Time `json:"waitingUntil,omitempty"`
 }
 
 // SourceHash is the hash of one source's content.
@@ -91,7 +229,10 @@ type RolledWorkload struct {
 
 // ConfigRolloutObservation is the observed state of a ConfigRollout.
 type ConfigRolloutObservation struct {
-	// Hash of all sources together: what the pod templates carry.
+	// Hash of all sources together: what the pod templates of named and
+	// selected workloads carry. In auto mode each workload carries the hash of
+	// just what its pods read of the sources, which is this one when they read
+	// every source whole.
 	// +optional
 	Hash string `json:"hash,omitempty"`
 
@@ -111,6 +252,10 @@ type ConfigRolloutObservation struct {
 	// Rollouts counts the workload rollouts this ConfigRollout triggered.
 	// +optional
 	Rollouts int64 `json:"rollouts,omitempty"`
+
+	// Progress of the rollout, with spec.forProvider.strategy or windows.
+	// +optional
+	Progress *RolloutProgress `json:"progress,omitempty"`
 }
 
 // A ConfigRolloutSpec defines the desired state of a ConfigRollout. A
@@ -130,15 +275,18 @@ type ConfigRolloutStatus struct {
 
 // +kubebuilder:object:root=true
 
-// A ConfigRollout rolls Deployments, StatefulSets and DaemonSets when the
-// ConfigMaps or Secrets they use change: it writes a hash of the content into
-// their pod templates (annotation workload.clusterops.io/config-hash), and the
+// A ConfigRollout rolls Deployments, StatefulSets, DaemonSets and CronJobs
+// when the ConfigMaps or Secrets they use change: it writes a hash of the
+// content into their pod templates (annotation
+// workload.clusterops.io/config-hash; a CronJob's job template), and the
 // workloads' own controllers roll the pods. The hash is deterministic, so a
 // provider restart rolls nothing that did not change. It is Ready when every
 // selected workload carries the current hash. It has no connection details,
 // so spec.writeConnectionSecretToRef is refused.
 // +kubebuilder:printcolumn:name="HASH",type="string",JSONPath=".status.atProvider.hash"
 // +kubebuilder:printcolumn:name="ROLLOUTS",type="integer",JSONPath=".status.atProvider.rollouts"
+// +kubebuilder:printcolumn:name="PHASE",type="string",JSONPath=".status.atProvider.progress.phase"
+// +kubebuilder:printcolumn:name="PENDING",type="integer",JSONPath=".status.atProvider.progress.pending",priority=1
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"

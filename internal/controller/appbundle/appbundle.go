@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -50,10 +51,9 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	}
 	own := newOwnWrites()
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.AppBundle]{
-		GroupKind: v1alpha1.AppBundleGroupKind,
-		Kind:      resource.ManagedKind(v1alpha1.AppBundleGroupVersionKind),
-		Object:    &v1alpha1.AppBundle{},
-		List:      &v1alpha1.AppBundleList{},
+		GroupVersionKind: resource.ManagedKind(v1alpha1.AppBundleGroupVersionKind),
+		Object:           &v1alpha1.AppBundle{},
+		List:             &v1alpha1.AppBundleList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.AppBundle) managed.TypedExternalClient[*v1alpha1.AppBundle] {
 			e := &external{cluster: c, record: rec}
 			if c.Local {
@@ -143,7 +143,7 @@ func (e *external) children(ctx context.Context, ab *v1alpha1.AppBundle, cached 
 		if err != nil {
 			return c, err
 		}
-		switch ownership.Decide(ownership.Facts{Exists: ok, Marked: ok && ownedBy(x.obj, ab), Wanted: x.wanted, Adopt: ab.Spec.ForProvider.AdoptExisting, Deleting: meta.WasDeleted(ab)}) {
+		switch ownership.Decide(ownership.Facts{Exists: ok, Marked: ok && bundleMark.On(x.obj, ab), Wanted: x.wanted, Adopt: ab.Spec.ForProvider.AdoptExisting, Deleting: meta.WasDeleted(ab)}) {
 		case ownership.Mine:
 			x.set()
 		case ownership.InTheWay:
@@ -167,12 +167,22 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 	if meta.WasDeleted(ab) {
 		return managed.ExternalObservation{ResourceExists: true}, nil
 	}
-	upToDate := true
+	var upToDate bool
 	o := &ab.Status.AtProvider
 	*o = v1alpha1.AppBundleObservation{}
 
-	if c.deployment == nil || !ownedBy(c.deployment, ab) || deploymentDrifted(desiredDeployment(ab, e.cluster.Local), c.deployment) {
+	want, err := desiredDeployment(ab, e.cluster.Local)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	if c.deployment == nil || !bundleMark.On(c.deployment, ab) {
 		upToDate = false
+	} else {
+		drifted, err := deploymentDrifted(want, c.deployment)
+		if err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		upToDate = !drifted
 	}
 	if c.deployment != nil {
 		o.ReadyReplicas, o.Replicas = c.deployment.Status.ReadyReplicas, c.deployment.Status.Replicas
@@ -190,7 +200,7 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 			return managed.ExternalObservation{}, err
 		}
 		e.setStorageCondition(ab, change)
-		upToDate = upToDate && !change.Apply && ownedBy(c.pvc, ab)
+		upToDate = upToDate && !change.Apply && bundleMark.On(c.pvc, ab)
 	}
 
 	details := connectionDetails(nil)
@@ -198,7 +208,11 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 	case wantsService(ab) && c.service == nil:
 		upToDate = false
 	case wantsService(ab):
-		upToDate = upToDate && ownedBy(c.service, ab) && !serviceDrifted(desiredService(ab, e.cluster.Local), c.service)
+		drifted, err := serviceDrifted(desiredService(ab, e.cluster.Local), c.service)
+		if err != nil {
+			return managed.ExternalObservation{}, err
+		}
+		upToDate = upToDate && bundleMark.On(c.service, ab) && !drifted
 		o.ServiceAddress = serviceAddress(c.service)
 		details = connectionDetails(c.service)
 	case c.service != nil:
@@ -263,8 +277,12 @@ func serviceAddress(s *corev1.Service) string {
 // storage class only when the claim would have to grow.
 func (e *external) pvcChange(ctx context.Context, ab *v1alpha1.AppBundle, got *corev1.PersistentVolumeClaim) (pvcChange, error) {
 	want := desiredPVC(ab, e.cluster.Local)
+	drifted, err := claimDrifted(want, got)
+	if err != nil {
+		return pvcChange{}, err
+	}
 	expandable := false
-	w, g := want.Spec.Resources.Requests[corev1.ResourceStorage], got.Spec.Resources.Requests[corev1.ResourceStorage]
+	w, g := wantedSize(want), got.Spec.Resources.Requests[corev1.ResourceStorage]
 	if w.Cmp(g) > 0 && got.Spec.StorageClassName != nil {
 		sc := &storagev1.StorageClass{}
 		err := e.cluster.Client.Get(ctx, types.NamespacedName{Name: *got.Spec.StorageClassName}, sc)
@@ -273,7 +291,7 @@ func (e *external) pvcChange(ctx context.Context, ab *v1alpha1.AppBundle, got *c
 		}
 		expandable = err == nil && sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
 	}
-	return pvcDiff(want, got, expandable), nil
+	return pvcDiff(want, got, drifted, expandable), nil
 }
 
 func (e *external) setStorageCondition(ab *v1alpha1.AppBundle, c pvcChange) {
@@ -312,15 +330,18 @@ func (e *external) Update(ctx context.Context, ab *v1alpha1.AppBundle) (managed.
 // they are after the writes, and the connection details of the Service it
 // applied, empty without one.
 func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) (children, managed.ConnectionDetails, error) {
-	opts := []client.PatchOption{client.FieldOwner(FieldManager), client.ForceOwnership}
 	c, err := e.children(ctx, ab, false)
 	if err != nil {
 		return c, nil, err
 	}
-	want := desiredDeployment(ab, e.cluster.Local)
-	if d := c.deployment; d != nil && !equality.Semantic.DeepEqual(d.Spec.Selector, want.Spec.Selector) {
+	want, err := desiredDeployment(ab, e.cluster.Local)
+	if err != nil {
+		return c, nil, err
+	}
+	sel := &metav1.LabelSelector{MatchLabels: selector(ab)}
+	if d := c.deployment; d != nil && !equality.Semantic.DeepEqual(d.Spec.Selector, sel) {
 		return c, nil, errors.Errorf("cannot adopt Deployment %q: its selector %s differs from %s, and a Deployment's selector cannot change; delete it so the AppBundle can create its own",
-			d.GetName(), metav1.FormatLabelSelector(d.Spec.Selector), metav1.FormatLabelSelector(want.Spec.Selector))
+			d.GetName(), metav1.FormatLabelSelector(d.Spec.Selector), metav1.FormatLabelSelector(sel))
 	}
 	writePVC := c.pvc == nil
 	if c.pvc != nil {
@@ -328,30 +349,32 @@ func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) (children,
 		if err != nil {
 			return c, nil, err
 		}
-		writePVC = change.Apply && change.Refused == ""
+		writePVC = change.Apply
 	}
 	if writePVC {
-		p := desiredPVC(ab, e.cluster.Local)
-		if err := e.patch(ctx, kindClaim, p, c.pvc == nil, client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
+		p := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ab.GetNamespace(), Name: PVCName(ab)}}
+		if err := e.applyObject(ctx, kindClaim, desiredPVC(ab, e.cluster.Local), p, c.pvc == nil); err != nil {
 			return c, nil, errors.Wrapf(err, "cannot apply PersistentVolumeClaim %q", PVCName(ab))
 		}
 		c.pvc = p
 	}
-	if d := c.deployment; d != nil && want.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && d.Spec.Strategy.RollingUpdate != nil {
+	if d := c.deployment; d != nil && recreate(ab) && d.Spec.Strategy.RollingUpdate != nil {
 		// rollingUpdate is owned by whoever set or defaulted it, so applying
 		// Recreate alone would leave an invalid mix: clear it explicitly.
 		p := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"strategy":{"type":"Recreate","rollingUpdate":null}}}`))
-		if err := e.patch(ctx, kindDeployment, d, false, p, client.FieldOwner(FieldManager)); err != nil {
+		if err := e.patch(ctx, kindDeployment, d, p); err != nil {
 			return c, nil, errors.Wrapf(err, "cannot switch Deployment %q to the Recreate strategy", d.GetName())
 		}
 	}
-	if err := e.patch(ctx, kindDeployment, want, c.deployment == nil, client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ab.GetNamespace(), Name: ab.GetName()}}
+	if err := e.applyObject(ctx, kindDeployment, want, d, c.deployment == nil); err != nil {
 		return c, nil, errors.Wrapf(err, "cannot apply Deployment %q", ab.GetName())
 	}
-	c.deployment = want
-	if s := desiredService(ab, e.cluster.Local); s != nil {
+	c.deployment = d
+	if want := desiredService(ab, e.cluster.Local); want != nil {
 		// The applied Service comes back as stored, its cluster IP included.
-		if err := e.patch(ctx, kindService, s, c.service == nil, client.Apply, opts...); err != nil { //nolint:staticcheck // Typed server-side apply.
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ab.GetNamespace(), Name: ab.GetName()}}
+		if err := e.applyObject(ctx, kindService, want, s, c.service == nil); err != nil {
 			return c, nil, errors.Wrapf(err, "cannot apply Service %q", ab.GetName())
 		}
 		c.service = s
@@ -364,11 +387,26 @@ func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) (children,
 	return c, connectionDetails(nil), nil
 }
 
+// applyObject applies ac with the provider's field manager, taking over the
+// fields others changed, and reads the object the API server answered into
+// into, which names it. create says it does not exist yet. The write is one
+// of the provider's own that ownWrites notes.
+func (e *external) applyObject(ctx context.Context, kind string, ac runtime.ApplyConfiguration, into client.Object, create bool) error {
+	done := e.own.write(kind, into, create)
+	err := e.cluster.Client.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership)
+	if err == nil {
+		// Apply answers into ac: the object as stored, status included.
+		err = convert(ac, into)
+	}
+	done(err)
+	return err
+}
+
 // patch writes o with p, as a write of the provider's own that ownWrites
-// notes; create says o does not exist yet.
-func (e *external) patch(ctx context.Context, kind string, o client.Object, create bool, p client.Patch, opts ...client.PatchOption) error {
-	done := e.own.write(kind, o, create)
-	err := e.cluster.Client.Patch(ctx, o, p, opts...)
+// notes.
+func (e *external) patch(ctx context.Context, kind string, o client.Object, p client.Patch) error {
+	done := e.own.write(kind, o, false)
+	err := e.cluster.Client.Patch(ctx, o, p, client.FieldOwner(FieldManager))
 	done(err)
 	return err
 }

@@ -8,9 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	klabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -30,15 +28,15 @@ import (
 
 // CacheOptions are the options of the cache of the objects AppBundles make:
 // Deployments, claims and Services that carry LabelOwner, each with only the
-// managed fields of the provider's field manager (which tell the environment
-// variables it set) and none of the others'.
+// managed fields of the provider's field manager (what it owns of an object is
+// what drift is judged by: see drift.go) and none of the others', which a
+// bundle never reads and would only cost heap.
 func CacheOptions(s *runtime.Scheme, m apimeta.RESTMapper, hc *http.Client) cache.Options {
-	owned, _ := klabels.NewRequirement(LabelOwner, selection.Exists, nil) //nolint:errcheck // A valid key, always.
 	return cache.Options{
 		HTTPClient:           hc,
 		Scheme:               s,
 		Mapper:               m,
-		DefaultLabelSelector: klabels.NewSelector().Add(*owned),
+		DefaultLabelSelector: bundleMark.Exists(),
 		DefaultTransform:     keepOwnManagedFields,
 	}
 }
@@ -156,8 +154,8 @@ func (w *ownWrites) write(kind string, o client.Object, create bool) func(error)
 		if err != nil || rv == "" || (inFlight && heard == rv) {
 			return
 		}
-		rvs := append(w.rv[k], rv)
-		w.rv[k] = rvs[max(0, len(rvs)-maxOwnWrites):]
+		w.rv[k] = append(w.rv[k], rv)
+		w.rv[k] = w.rv[k][max(0, len(w.rv[k])-maxOwnWrites):]
 	}
 }
 

@@ -181,19 +181,6 @@ func scheme(t *testing.T) *runtime.Scheme {
 	return s
 }
 
-// ownedChildren are AppBundle web's objects as it makes them, Deployment
-// Available.
-func ownedChildren(ab *v1alpha1.AppBundle) []client.Object {
-	d := desiredDeployment(ab, true)
-	d.Generation, d.Status.ObservedGeneration = 1, 1
-	d.Status.Conditions = []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}
-	out := []client.Object{d, desiredPVC(ab, true)}
-	if s := desiredService(ab, true); s != nil {
-		out = append(out, s)
-	}
-	return out
-}
-
 func foreignDeployment() client.Object {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", Labels: map[string]string{"app": "web"}}}
 }
@@ -230,15 +217,15 @@ func TestObserveReads(t *testing.T) {
 		"AllCached": {
 			reason: "Objects the cache holds are not read again.",
 			ab:     ab(withService),
-			cached: ownedChildren(ab(withService)),
-			api:    ownedChildren(ab(withService)),
+			cached: made(t, ab(withService)),
+			api:    made(t, ab(withService)),
 			want:   want{exists: true, upToDate: true},
 		},
 		"CacheLagsCreate": {
 			reason: "Objects just created, missing from the cache, are read from the API server and so exist: no second create.",
 			ab:     ab(withService),
 			cached: []client.Object{},
-			api:    ownedChildren(ab(withService)),
+			api:    made(t, ab(withService)),
 			want:   want{exists: true, upToDate: true, apiReads: 3},
 		},
 		"ForeignDeployment": {
@@ -251,8 +238,8 @@ func TestObserveReads(t *testing.T) {
 		"UnwantedServiceNotRead": {
 			reason: "A Service the bundle does not want and did not label is none of its business: not even read.",
 			ab:     ab(),
-			cached: ownedChildren(ab()),
-			api:    append(ownedChildren(ab()), foreignService()),
+			cached: made(t, ab()),
+			api:    append(made(t, ab()), foreignService()),
 			want:   want{exists: true, upToDate: true},
 		},
 		"NothingYet": {
@@ -264,13 +251,13 @@ func TestObserveReads(t *testing.T) {
 		"Deleting": {
 			reason: "A bundle being deleted reads the API server only: what it deletes is as the API server has it.",
 			ab:     ab(deleting),
-			cached: ownedChildren(ab()),
+			cached: made(t, ab()),
 			want:   want{apiReads: 3},
 		},
 		"AnotherCluster": {
 			reason: "Without a cache (another cluster) every object is read from the API server.",
 			ab:     ab(),
-			api:    ownedChildren(ab()),
+			api:    made(t, ab()),
 			want:   want{exists: true, upToDate: true, apiReads: 3},
 		},
 	}
@@ -278,7 +265,7 @@ func TestObserveReads(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := scheme(t)
 			reads := 0
-			api := fake.NewClientBuilder().WithScheme(s).WithObjects(tc.api...).WithInterceptorFuncs(interceptor.Funcs{
+			api := fake.NewClientBuilder().WithScheme(s).WithReturnManagedFields().WithObjects(tc.api...).WithInterceptorFuncs(interceptor.Funcs{
 				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 					reads++
 					return c.Get(ctx, key, obj, opts...)
@@ -286,7 +273,8 @@ func TestObserveReads(t *testing.T) {
 			}).Build()
 			e := &external{cluster: &target.Cluster{Client: api, Local: true}, record: event.NewNopRecorder()}
 			if tc.cached != nil {
-				e.cache = fake.NewClientBuilder().WithScheme(s).WithObjects(tc.cached...).Build()
+				// The cache keeps the provider's managed fields (keepOwnManagedFields).
+				e.cache = fake.NewClientBuilder().WithScheme(s).WithReturnManagedFields().WithObjects(tc.cached...).Build()
 			}
 			o, err := e.Observe(context.Background(), tc.ab)
 			got := want{exists: o.ResourceExists, upToDate: o.ResourceUpToDate, apiReads: reads}
@@ -310,7 +298,7 @@ func TestObserveReads(t *testing.T) {
 func TestUpdateJudgesReadinessByWhatItWrote(t *testing.T) {
 	bundle := ab()
 	bundle.SetConditions(xpv2.Available())
-	api := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(desiredPVC(bundle, true)).Build()
+	api := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(made(t, bundle)[1]).Build()
 	own := newOwnWrites()
 	e := &external{cluster: &target.Cluster{Client: api, Local: true}, record: event.NewNopRecorder(), own: own}
 

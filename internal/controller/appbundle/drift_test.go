@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
@@ -25,14 +27,12 @@ func ab(mutate ...func(*v1alpha1.AppBundle)) *v1alpha1.AppBundle {
 }
 
 func TestPVCDiff(t *testing.T) {
-	size := func(s string) func(*v1alpha1.AppBundle) {
-		return func(a *v1alpha1.AppBundle) { q := resource.MustParse(s); a.Spec.ForProvider.Storage.Size = &q }
-	}
-	existing := desiredPVC(ab(), true)
+	existing := typed[corev1.PersistentVolumeClaim](t, desiredPVC(ab(), true))
 	cases := map[string]struct {
 		reason     string
 		want       *v1alpha1.AppBundle
 		got        *corev1.PersistentVolumeClaim
+		drifted    bool
 		expandable bool
 		result     pvcChange
 	}{
@@ -40,6 +40,16 @@ func TestPVCDiff(t *testing.T) {
 			reason: "A claim as wanted needs no write.",
 			want:   ab(), got: existing,
 			result: pvcChange{},
+		},
+		"Drifted": {
+			reason: "A claim whose fields the provider owns drifted is written.",
+			want:   ab(), got: existing, drifted: true,
+			result: pvcChange{Apply: true},
+		},
+		"DriftedButRefused": {
+			reason: "A refused change is never written, whatever else drifted.",
+			want:   ab(size("500Mi")), got: existing, drifted: true,
+			result: pvcChange{Refused: `PersistentVolumeClaim "web-data" cannot shrink from 1Gi to 500Mi`},
 		},
 		"Shrink": {
 			reason: "A claim never shrinks.",
@@ -53,7 +63,7 @@ func TestPVCDiff(t *testing.T) {
 		},
 		"GrowExpandable": {
 			reason: "An expandable claim is grown.",
-			want:   ab(size("2Gi")), got: existing, expandable: true,
+			want:   ab(size("2Gi")), got: existing, drifted: true, expandable: true,
 			result: pvcChange{Apply: true},
 		},
 		"AccessModes": {
@@ -68,21 +78,10 @@ func TestPVCDiff(t *testing.T) {
 			want:   ab(func(a *v1alpha1.AppBundle) { a.Spec.ForProvider.Storage.StorageClassName = ptr.To("fast") }), got: existing,
 			result: pvcChange{Refused: `storageClassName of PersistentVolumeClaim "web-data" cannot change once it exists`},
 		},
-		"LabelsDrifted": {
-			reason: "Lost ownership labels are written back.",
-			want:   ab(),
-			got:    func() *corev1.PersistentVolumeClaim { p := existing.DeepCopy(); p.Labels = nil; return p }(),
-			result: pvcChange{Apply: true},
-		},
-		"PolicyChangedToDelete": {
-			reason: "Switching to the Delete policy adds the owner reference.",
-			want:   ab(func(a *v1alpha1.AppBundle) { a.Spec.ForProvider.PVCDeletionPolicy = v1alpha1.PVCDelete }), got: existing,
-			result: pvcChange{Apply: true},
-		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := pvcDiff(desiredPVC(tc.want, true), tc.got, tc.expandable)
+			got := pvcDiff(desiredPVC(tc.want, true), tc.got, tc.drifted, tc.expandable)
 			if diff := cmp.Diff(tc.result, got); diff != "" {
 				t.Errorf("\n%s\npvcDiff(...): -want, +got:\n%s", tc.reason, diff)
 			}
@@ -90,97 +89,68 @@ func TestPVCDiff(t *testing.T) {
 	}
 }
 
-func TestDeploymentDrifted(t *testing.T) {
-	want := desiredDeployment(ab(func(a *v1alpha1.AppBundle) { a.Spec.ForProvider.Port = ptr.To[int32](80) }), true)
-	live := func(mutate func(d *appsv1.Deployment)) *appsv1.Deployment {
-		d := want.DeepCopy()
-		// What the API server and others add must not count as drift.
-		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](600)
-		d.Spec.Template.Spec.Containers[0].TerminationMessagePath = "/dev/termination-log"
-		d.Spec.Template.Spec.Containers[0].ImagePullPolicy = corev1.PullIfNotPresent
-		d.Annotations = map[string]string{"deployment.kubernetes.io/revision": "3"}
-		d.Spec.Replicas = ptr.To[int32](4)
+func TestDiffer(t *testing.T) {
+	deployment := func(mutate func(*appsv1ac.DeploymentApplyConfiguration)) *appsv1ac.DeploymentApplyConfiguration {
+		d := appsv1ac.Deployment("web", "apps").WithSpec(appsv1ac.DeploymentSpec().WithTemplate(corev1ac.PodTemplateSpec().WithSpec(
+			corev1ac.PodSpec().WithContainers(corev1ac.Container().WithName("app").WithImage("nginx:1.21").
+				WithEnv(corev1ac.EnvVar().WithName("MODE").WithValue("prod")).
+				WithResources(corev1ac.ResourceRequirements().WithRequests(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}))))))
 		if mutate != nil {
 			mutate(d)
 		}
 		return d
 	}
+	container := func(d *appsv1ac.DeploymentApplyConfiguration) *corev1ac.ContainerApplyConfiguration {
+		return &d.Spec.Template.Spec.Containers[0]
+	}
 	cases := map[string]struct {
 		reason string
-		got    *appsv1.Deployment
+		owned  *appsv1ac.DeploymentApplyConfiguration
 		want   bool
 	}{
-		"Defaulted": {reason: "Defaults, annotations and replicas set by others are not drift.", got: live(nil), want: false},
-		"Image":     {reason: "Another image is drift.", got: live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "x" }), want: true},
-		"EnvAddedByOthers": {reason: "An env var others added is theirs: apply leaves it, so it is not drift.", got: live(func(d *appsv1.Deployment) {
-			d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "A"}}
-		}), want: false},
-		"EnvNoLongerWanted": {reason: "An env var the provider applied and no longer wants is drift.", got: live(func(d *appsv1.Deployment) {
-			d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "OLD", Value: "1"}}
-			d.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationApply, FieldsV1: &metav1.FieldsV1{
-				Raw: []byte(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{"f:env":{"k:{\"name\":\"OLD\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`),
-			}}}
-		}), want: true},
-		"Port":          {reason: "A changed port is drift.", got: live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Ports[0].ContainerPort = 81 }), want: true},
-		"Mount":         {reason: "A moved mount is drift.", got: live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].VolumeMounts[0].MountPath = "/x" }), want: true},
-		"Volume":        {reason: "Another claim is drift.", got: live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Volumes[0].PersistentVolumeClaim.ClaimName = "x" }), want: true},
-		"LabelRemoved":  {reason: "A removed ownership label is drift.", got: live(func(d *appsv1.Deployment) { d.Labels = nil }), want: true},
-		"Strategy":      {reason: "A changed strategy is drift.", got: live(func(d *appsv1.Deployment) { d.Spec.Strategy.Type = appsv1.RollingUpdateDeploymentStrategyType }), want: true},
-		"ContainerGone": {reason: "A renamed container is drift.", got: live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Name = "x" }), want: true},
-		"ExtraContainer": {reason: "A sidecar added by others is not drift.", got: live(func(d *appsv1.Deployment) {
-			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "sidecar"})
-		}), want: false},
+		"Same": {
+			reason: "What the provider owns as it wants it is no drift.",
+			owned:  deployment(nil),
+			want:   false,
+		},
+		"QuantityForm": {
+			reason: "1024Mi is 1Gi: the API server may answer either.",
+			owned: deployment(func(d *appsv1ac.DeploymentApplyConfiguration) {
+				container(d).Resources.WithRequests(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1024Mi")})
+			}),
+			want: false,
+		},
+		"Image": {
+			reason: "Another image is drift.",
+			owned:  deployment(func(d *appsv1ac.DeploymentApplyConfiguration) { container(d).WithImage("evil") }),
+			want:   true,
+		},
+		"Missing": {
+			reason: "A field the provider no longer owns (another manager changed it) is drift.",
+			owned:  deployment(func(d *appsv1ac.DeploymentApplyConfiguration) { container(d).Image = nil }),
+			want:   true,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, deploymentDrifted(want, tc.got)); diff != "" {
-				t.Errorf("\n%s\ndeploymentDrifted(...): -want, +got:\n%s", tc.reason, diff)
+			got, err := differ[appsv1.Deployment](deployment(nil), tc.owned)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("\n%s\ndiffer(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}
 
-	// Replicas, when the AppBundle sets them, are its own.
-	fixed := desiredDeployment(ab(func(a *v1alpha1.AppBundle) { a.Spec.ForProvider.Replicas = ptr.To[int32](2) }), true)
-	if !deploymentDrifted(fixed, live(nil)) {
-		t.Errorf("replicas 4 where the AppBundle wants 2 is not reported as drift")
-	}
-
-	// The variables the AppBundle sets are its own, whatever others add.
-	withEnv := desiredDeployment(ab(func(a *v1alpha1.AppBundle) {
-		a.Spec.ForProvider.Port = ptr.To[int32](80)
-		a.Spec.ForProvider.Env = []corev1.EnvVar{{Name: "MODE", Value: "prod"}}
-	}), true)
-	envCases := map[string]struct {
-		reason string
-		env    []corev1.EnvVar
-		want   bool
-	}{
-		"Same":      {reason: "The wanted variable is not drift.", env: []corev1.EnvVar{{Name: "MODE", Value: "prod"}}, want: false},
-		"OthersToo": {reason: "Another manager's variable next to it is not drift.", env: []corev1.EnvVar{{Name: "X", Value: "1"}, {Name: "MODE", Value: "prod"}}, want: false},
-		"Changed":   {reason: "Another value is drift.", env: []corev1.EnvVar{{Name: "MODE", Value: "dev"}}, want: true},
-		"Missing":   {reason: "A missing variable is drift.", env: []corev1.EnvVar{{Name: "X", Value: "1"}}, want: true},
-		"NoneAtAll": {reason: "No variables at all is drift.", env: nil, want: true},
-	}
-	// The API server fills in a fieldRef's apiVersion: not drift.
-	byRef := desiredDeployment(ab(func(a *v1alpha1.AppBundle) {
-		a.Spec.ForProvider.Port = ptr.To[int32](80)
-		a.Spec.ForProvider.Env = []corev1.EnvVar{{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
-	}), true)
-	stored := live(func(d *appsv1.Deployment) {
-		d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "metadata.name"}}}}
+	// An empty value wanted, and none owned (the API server stores none), is no drift.
+	want := deployment(func(d *appsv1ac.DeploymentApplyConfiguration) {
+		container(d).WithEnv(corev1ac.EnvVar().WithName("EMPTY").WithValue(""))
 	})
-	if deploymentDrifted(byRef, stored) {
-		t.Errorf("a fieldRef whose apiVersion the API server defaulted is reported as drift")
-	}
-	if byRef.Spec.Template.Spec.Containers[0].Env[0].ValueFrom.FieldRef.APIVersion != "" {
-		t.Errorf("deploymentDrifted changed the desired Deployment")
-	}
-	for name, tc := range envCases {
-		t.Run("Env"+name, func(t *testing.T) {
-			got := live(func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Env = tc.env })
-			if diff := cmp.Diff(tc.want, deploymentDrifted(withEnv, got)); diff != "" {
-				t.Errorf("\n%s\ndeploymentDrifted(...): -want, +got:\n%s", tc.reason, diff)
-			}
-		})
+	owned := deployment(func(d *appsv1ac.DeploymentApplyConfiguration) {
+		container(d).WithEnv(corev1ac.EnvVar().WithName("EMPTY"))
+	})
+	if d, err := differ[appsv1.Deployment](want, owned); err != nil || d {
+		t.Errorf("an empty value wanted and none owned differ: %t, %v", d, err)
 	}
 }

@@ -4,17 +4,25 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	"k8s.io/utils/ptr"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/ownership"
 )
 
 // LabelOwner names the AppBundle that owns a Deployment, claim or Service. The
 // provider caches and watches only objects that carry it.
 const LabelOwner = "workload.clusterops.io/appbundle"
+
+// bundleMark marks an object as made for (or adopted by) the AppBundle of its
+// label's name.
+var bundleMark = ownership.ByName(LabelOwner)
 
 // FieldManager is the server-side apply field manager of the provider: fields
 // others own are left alone.
@@ -22,7 +30,7 @@ const FieldManager = "provider-clusterops"
 
 // labelManagedBy is the well-known label that says which tool manages an
 // object; the provider sets it, with LabelOwner, on everything it makes.
-const labelManagedBy = "app.kubernetes.io/managed-by"
+const labelManagedBy = ownership.LabelManagedBy
 
 const (
 	containerName = "app"
@@ -33,7 +41,7 @@ const (
 func PVCName(ab *v1alpha1.AppBundle) string { return ab.GetName() + "-data" }
 
 func labels(ab *v1alpha1.AppBundle) map[string]string {
-	return map[string]string{LabelOwner: ab.GetName(), labelManagedBy: "provider-clusterops"}
+	return map[string]string{bundleMark.Key: bundleMark.Value(ab), labelManagedBy: ownership.ManagedBy}
 }
 
 // selector selects the AppBundle's pods; it must never change, as a
@@ -42,12 +50,14 @@ func selector(ab *v1alpha1.AppBundle) map[string]string {
 	return map[string]string{LabelOwner: ab.GetName()}
 }
 
-func objectMeta(ab *v1alpha1.AppBundle, name string, ownerRef bool) metav1.ObjectMeta {
-	m := metav1.ObjectMeta{Name: name, Namespace: ab.GetNamespace(), Labels: labels(ab)}
-	if ownerRef {
-		meta.AddOwnerReference(&m, meta.AsController(meta.TypedReferenceTo(ab, v1alpha1.AppBundleGroupVersionKind)))
-	}
-	return m
+// ownerReference makes the AppBundle the controller of an object, so that the
+// object is garbage collected with it.
+func ownerReference(ab *v1alpha1.AppBundle) *metav1ac.OwnerReferenceApplyConfiguration {
+	gvk := v1alpha1.AppBundleGroupVersionKind
+	return metav1ac.OwnerReference().
+		WithAPIVersion(gvk.GroupVersion().String()).WithKind(gvk.Kind).
+		WithName(ab.GetName()).WithUID(ab.GetUID()).
+		WithController(true).WithBlockOwnerDeletion(true)
 }
 
 func storageSize(ab *v1alpha1.AppBundle) resource.Quantity {
@@ -79,79 +89,113 @@ func wantsService(ab *v1alpha1.AppBundle) bool {
 // desiredPVC is the data claim. It is owned by the AppBundle (and so garbage
 // collected with it) only under the Delete policy: under Retain the data must
 // outlive the AppBundle.
-func desiredPVC(ab *v1alpha1.AppBundle, local bool) *corev1.PersistentVolumeClaim {
+func desiredPVC(ab *v1alpha1.AppBundle, local bool) *corev1ac.PersistentVolumeClaimApplyConfiguration {
 	p := ab.Spec.ForProvider
-	return &corev1.PersistentVolumeClaim{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaim"},
-		ObjectMeta: objectMeta(ab, PVCName(ab), local && p.PVCDeletionPolicy == v1alpha1.PVCDelete),
-		Spec: corev1.PersistentVolumeClaimSpec{
-			AccessModes:      accessModes(ab),
-			StorageClassName: p.Storage.StorageClassName,
-			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: storageSize(ab)}},
-		},
+	spec := corev1ac.PersistentVolumeClaimSpec().
+		WithAccessModes(accessModes(ab)...).
+		WithResources(corev1ac.VolumeResourceRequirements().WithRequests(corev1.ResourceList{corev1.ResourceStorage: storageSize(ab)}))
+	if p.Storage.StorageClassName != nil {
+		spec.WithStorageClassName(*p.Storage.StorageClassName)
 	}
+	c := corev1ac.PersistentVolumeClaim(PVCName(ab), ab.GetNamespace()).WithLabels(labels(ab)).WithSpec(spec)
+	if local && p.PVCDeletionPolicy == v1alpha1.PVCDelete {
+		c.WithOwnerReferences(ownerReference(ab))
+	}
+	return c
 }
 
-// desiredDeployment runs the image with the claim mounted.
-func desiredDeployment(ab *v1alpha1.AppBundle, local bool) *appsv1.Deployment {
+// desiredDeployment runs the image with the claim mounted. The variables and
+// resources come from the AppBundle as the API types have them, and are
+// converted as they are: every field of theirs is applied.
+func desiredDeployment(ab *v1alpha1.AppBundle, local bool) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	p := ab.Spec.ForProvider
-	c := corev1.Container{
-		Name:         containerName,
-		Image:        p.Image,
-		Env:          p.Env,
-		VolumeMounts: []corev1.VolumeMount{{Name: volumeName, MountPath: mountPath(ab)}},
+	c := corev1ac.Container().WithName(containerName).WithImage(p.Image).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName(volumeName).WithMountPath(mountPath(ab)))
+	if len(p.Env) > 0 {
+		if err := convert(storedEnv(p.Env), &c.Env); err != nil {
+			return nil, errors.Wrap(err, "cannot convert spec.forProvider.env")
+		}
 	}
 	if p.Resources != nil {
-		c.Resources = *p.Resources
+		c.Resources = &corev1ac.ResourceRequirementsApplyConfiguration{}
+		if err := convert(p.Resources, c.Resources); err != nil {
+			return nil, errors.Wrap(err, "cannot convert spec.forProvider.resources")
+		}
 	}
 	if p.Port != nil {
-		c.Ports = []corev1.ContainerPort{{Name: "app", ContainerPort: *p.Port, Protocol: corev1.ProtocolTCP}}
+		c.WithPorts(corev1ac.ContainerPort().WithName("app").WithContainerPort(*p.Port).WithProtocol(corev1.ProtocolTCP))
 	}
-	d := &appsv1.Deployment{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
-		ObjectMeta: objectMeta(ab, ab.GetName(), local),
-		Spec: appsv1.DeploymentSpec{
-			Replicas: p.Replicas,
-			Selector: &metav1.LabelSelector{MatchLabels: selector(ab)},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels(ab)},
-				Spec: corev1.PodSpec{
-					Containers: []corev1.Container{c},
-					Volumes: []corev1.Volume{{Name: volumeName, VolumeSource: corev1.VolumeSource{
-						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: PVCName(ab)},
-					}}},
-				},
-			},
-		},
+	spec := appsv1ac.DeploymentSpec().
+		WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector(ab))).
+		WithTemplate(corev1ac.PodTemplateSpec().
+			WithLabels(labels(ab)).
+			WithSpec(corev1ac.PodSpec().
+				WithContainers(c).
+				WithVolumes(corev1ac.Volume().WithName(volumeName).
+					WithPersistentVolumeClaim(corev1ac.PersistentVolumeClaimVolumeSource().WithClaimName(PVCName(ab))))))
+	if p.Replicas != nil {
+		spec.WithReplicas(*p.Replicas)
 	}
 	// A ReadWriteOnce claim cannot be mounted by a new pod on another node
 	// while the old pod still holds it: replace pods instead of rolling them.
+	if recreate(ab) {
+		spec.WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType))
+	}
+	d := appsv1ac.Deployment(ab.GetName(), ab.GetNamespace()).WithLabels(labels(ab)).WithSpec(spec)
+	if local {
+		d.WithOwnerReferences(ownerReference(ab))
+	}
+	return d, nil
+}
+
+// storedEnv is env with the values the API server defaults inside a fieldRef
+// or fileKeyRef set. Each is atomic: the provider owns it whole, defaults
+// included, so what it owns would differ from what it applied forever (a
+// write on every reconcile) unless it applies them as stored.
+func storedEnv(env []corev1.EnvVar) []corev1.EnvVar {
+	out := make([]corev1.EnvVar, len(env))
+	for i, e := range env {
+		out[i] = e
+		s := e.ValueFrom
+		if s == nil || (s.FieldRef == nil || s.FieldRef.APIVersion != "") && (s.FileKeyRef == nil || s.FileKeyRef.Optional != nil) {
+			continue
+		}
+		s = s.DeepCopy()
+		if s.FieldRef != nil && s.FieldRef.APIVersion == "" {
+			s.FieldRef.APIVersion = "v1"
+		}
+		if s.FileKeyRef != nil && s.FileKeyRef.Optional == nil {
+			s.FileKeyRef.Optional = ptr.To(false)
+		}
+		out[i].ValueFrom = s
+	}
+	return out
+}
+
+// recreate is whether the AppBundle's Deployment replaces its pods rather
+// than rolling them: its claim can be mounted on one node only.
+func recreate(ab *v1alpha1.AppBundle) bool {
 	for _, m := range accessModes(ab) {
 		if m == corev1.ReadWriteOnce || m == corev1.ReadWriteOncePod {
-			d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+			return true
 		}
 	}
-	return d
+	return false
 }
 
 // desiredService exposes the port, or is nil when no Service is wanted.
-func desiredService(ab *v1alpha1.AppBundle, local bool) *corev1.Service {
+func desiredService(ab *v1alpha1.AppBundle, local bool) *corev1ac.ServiceApplyConfiguration {
 	if !wantsService(ab) {
 		return nil
 	}
 	port := *ab.Spec.ForProvider.Port
-	return &corev1.Service{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
-		ObjectMeta: objectMeta(ab, ab.GetName(), local),
-		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceType(ab.Spec.ForProvider.Service),
-			Selector: selector(ab),
-			Ports:    []corev1.ServicePort{{Name: "app", Port: port, TargetPort: intOrString(port), Protocol: corev1.ProtocolTCP}},
-		},
+	s := corev1ac.Service(ab.GetName(), ab.GetNamespace()).WithLabels(labels(ab)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(corev1.ServiceType(ab.Spec.ForProvider.Service)).
+			WithSelector(selector(ab)).
+			WithPorts(corev1ac.ServicePort().WithName("app").WithPort(port).WithTargetPort(intstr.FromInt32(port)).WithProtocol(corev1.ProtocolTCP)))
+	if local {
+		s.WithOwnerReferences(ownerReference(ab))
 	}
-}
-
-// ownedBy reports whether o was made for (or adopted by) the AppBundle.
-func ownedBy(o client.Object, ab *v1alpha1.AppBundle) bool {
-	return o.GetLabels()[LabelOwner] == ab.GetName()
+	return s
 }

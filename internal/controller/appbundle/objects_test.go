@@ -67,7 +67,10 @@ func TestDesiredObjects(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			d, p, s := desiredDeployment(tc.ab, tc.local), desiredPVC(tc.ab, tc.local), desiredService(tc.ab, tc.local)
+			d, p, s := typedDeployment(t, tc.ab, tc.local), typed[corev1.PersistentVolumeClaim](t, desiredPVC(tc.ab, tc.local)), (*corev1.Service)(nil)
+			if ac := desiredService(tc.ab, tc.local); ac != nil {
+				s = typed[corev1.Service](t, ac)
+			}
 			got := want{
 				strategy:      d.Spec.Strategy.Type,
 				mountPath:     d.Spec.Template.Spec.Containers[0].VolumeMounts[0].MountPath,
@@ -89,4 +92,23 @@ func TestDesiredObjects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// typed reads an apply configuration as the API type it configures.
+func typed[T any](t *testing.T, ac any) *T {
+	t.Helper()
+	out := new(T)
+	if err := convert(ac, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func typedDeployment(t *testing.T, ab *v1alpha1.AppBundle, local bool) *appsv1.Deployment {
+	t.Helper()
+	ac, err := desiredDeployment(ab, local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return typed[appsv1.Deployment](t, ac)
 }

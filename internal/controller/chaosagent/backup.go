@@ -32,6 +32,9 @@ const (
 	kindConfigMap  = "configmap"
 )
 
+// backupMark marks an agent's backup ConfigMap as the agent's, by its name.
+var backupMark = ownership.ByName(LabelBackupOf)
+
 // errBackupFull is returned when an original no longer fits into the backup;
 // the change that needed it is skipped.
 var errBackupFull = errors.New("the backup ConfigMap is full")
@@ -102,7 +105,7 @@ func (b *backup) load(ctx context.Context) error {
 	if err != nil {
 		return errors.Wrapf(err, "cannot get backup ConfigMap %q", b.key().Name)
 	}
-	switch ownership.Decide(ownership.Facts{Exists: true, Marked: cm.GetLabels()[LabelBackupOf] == b.agent.GetName(), Wanted: true, Deleting: meta.WasDeleted(b.agent)}) {
+	switch ownership.Decide(ownership.Facts{Exists: true, Marked: backupMark.On(cm, b.agent), Wanted: true, Deleting: meta.WasDeleted(b.agent)}) {
 	case ownership.Mine:
 		b.cm = cm
 	case ownership.InTheWay:
@@ -151,8 +154,9 @@ func (b *backup) write(ctx context.Context, key, value string) error {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Name:      b.key().Name,
 			Namespace: b.key().Namespace,
-			Labels:    map[string]string{LabelBackupOf: b.agent.GetName(), LabelManagedBy: ManagedBy},
+			Labels:    map[string]string{ownership.LabelManagedBy: ownership.ManagedBy},
 		}}
+		backupMark.Set(cm, b.agent)
 		if b.local {
 			meta.AddOwnerReference(cm, meta.AsOwner(meta.TypedReferenceTo(b.agent, v1alpha1.ChaosAgentGroupVersionKind)))
 		}

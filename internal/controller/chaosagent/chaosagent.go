@@ -34,7 +34,6 @@ import (
 
 const (
 	reasonNothingHappened event.Reason = "NothingHappened"
-	reasonQuiet           event.Reason = "QuietWindow"
 )
 
 // Setup adds the ChaosAgent controller to mgr. Agents watch nothing: each is
@@ -45,10 +44,9 @@ const (
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	mem := newMemory()
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ChaosAgent]{
-		GroupKind: v1alpha1.ChaosAgentGroupKind,
-		Kind:      resource.ManagedKind(v1alpha1.ChaosAgentGroupVersionKind),
-		Object:    &v1alpha1.ChaosAgent{},
-		List:      &v1alpha1.ChaosAgentList{},
+		GroupVersionKind: resource.ManagedKind(v1alpha1.ChaosAgentGroupVersionKind),
+		Object:           &v1alpha1.ChaosAgent{},
+		List:             &v1alpha1.ChaosAgentList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ChaosAgent) managed.TypedExternalClient[*v1alpha1.ChaosAgent] {
 			return &external{cluster: c, kube: mgr.GetClient(), record: rec, now: time.Now, memory: mem, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
 		},
@@ -96,9 +94,9 @@ type external struct {
 //
 // The external resource of an agent is its backup: while the agent lives it
 // always counts as existing (before the first change there is nothing to back
-// up), so Create is never needed and every round runs in Update, whose status
-// changes the reconciler keeps. Once the agent is deleted, it exists for as
-// long as its backup ConfigMap does, and Delete reverts and removes it.
+// up), so every round runs in Update and Create is never called (managedkind's
+// package doc says why a kind works so). Once the agent is deleted, it exists
+// for as long as its backup ConfigMap does, and Delete reverts and removes it.
 func (e *external) Observe(ctx context.Context, ca *v1alpha1.ChaosAgent) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(ca) {
 		e.memory.forget(ca)
@@ -147,9 +145,6 @@ func (e *external) Observe(ctx context.Context, ca *v1alpha1.ChaosAgent) (manage
 	}
 	if quiet, until := Quiet(s.Windows, now); quiet {
 		msg := "quiet window until " + until.UTC().Format(time.RFC3339)
-		if !strings.HasPrefix(o.LastRoundSummary, "nothing happened: quiet window") {
-			e.record.Event(ca, event.Normal(reasonQuiet, "Nothing happens: "+msg))
-		}
 		e.acting(ca, v1alpha1.ReasonQuietWindow, msg)
 		o.LastRoundSummary = "nothing happened: " + msg
 		next := metav1.NewTime(latest(until, due))
@@ -189,14 +184,11 @@ func mayUpdate(ca *v1alpha1.ChaosAgent) bool {
 	return managed.NewManagementPoliciesResolver(len(p) > 0, p).ShouldUpdate()
 }
 
-// Create runs a round. Observe never reports an agent missing, so the managed
-// reconciler does not call it; it is here for completeness.
-func (e *external) Create(ctx context.Context, ca *v1alpha1.ChaosAgent) (managed.ExternalCreation, error) {
-	s, err := Compile(ca.Spec.ForProvider)
-	if err != nil {
-		return managed.ExternalCreation{}, errors.Wrap(err, "invalid spec.forProvider")
-	}
-	return managed.ExternalCreation{}, e.round(ctx, ca, s, s.DryRun)
+// Create does nothing, and is never called: Observe never reports a living
+// agent missing, and a deleted one is never created. It is here because every
+// external client has one.
+func (e *external) Create(context.Context, *v1alpha1.ChaosAgent) (managed.ExternalCreation, error) {
+	return managed.ExternalCreation{}, nil
 }
 
 // Update runs the round that Observe found due.
@@ -291,7 +283,7 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 	if err != nil {
 		return err
 	}
-	seed := uint64(now.UnixNano()) //nolint:gosec // Any bits will do.
+	seed := uint64(now.UnixNano())
 	if s.Seed != nil {
 		seed = uint64(*s.Seed) //nolint:gosec // Any bits will do.
 	}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/ownership"
 )
 
 // rootCAConfigMap is published into every namespace by kube-controller-manager.
@@ -239,12 +240,6 @@ func excluded(patterns []string, ns string) bool {
 	return false
 }
 
-// LabelManagedBy and ManagedBy mark objects the provider made.
-const (
-	LabelManagedBy = "app.kubernetes.io/managed-by"
-	ManagedBy      = "provider-clusterops"
-)
-
 // ProviderOwned reports whether an object belongs to this provider: owned by
 // one of its kinds, or labelled by one (a label key under clusterops.io, other
 // than the chaos.clusterops.io keys users may opt objects in with), or marked
@@ -256,15 +251,14 @@ func ProviderOwned(o Object) bool {
 		}
 	}
 	for k, v := range o.Labels {
-		if k == LabelManagedBy && v == ManagedBy {
+		if k == ownership.LabelManagedBy && v == ownership.ManagedBy {
 			return true
 		}
 		if prefix, _, ok := strings.Cut(k, "/"); ok && clusteropsGroup(prefix) && prefix != v1alpha1.Group {
 			return true
 		}
 	}
-	_, backup := o.Labels[LabelBackupOf]
-	return backup
+	return backupMark.Exists().Matches(labels.Set(o.Labels))
 }
 
 func clusteropsGroup(g string) bool {

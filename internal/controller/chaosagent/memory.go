@@ -11,9 +11,10 @@ import (
 // A memory holds each agent's status as its last round left it. The managed
 // reconciler reads agents from a cache: a reconcile that follows a round
 // closely can see the agent as it was before the round, find a round due and
-// run a second one at once (and its status write then conflicts and is lost).
-// Recalling the last round's status in Observe prevents both. One provider
-// replica reconciles at a time, so the memory of the process is enough.
+// run a second one at once (and its status write then conflicts and is lost:
+// managedkind's package doc, "Write order"). Recalling the last round's
+// status in Observe prevents both. One provider replica reconciles at a time,
+// so the memory of the process is enough.
 type memory struct {
 	mu    sync.Mutex
 	byUID map[types.UID]v1alpha1.ChaosAgentObservation

@@ -13,14 +13,15 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/ownership"
 )
 
 // The vocabularies random worlds are drawn from: small, so that generated
 // objects often collide with selectors, exclusions and protections.
 var (
 	genNamespaces = []string{"apps", "team-a", "team-b", "prod-eu", "kube-system", "crossplane-system"}
-	genLabelKeys  = []string{"app", "tier", "chaos.clusterops.io/victim", "workload.clusterops.io/appbundle", LabelBackupOf, LabelManagedBy}
-	genLabelVals  = []string{"web", "db", "true", ManagedBy}
+	genLabelKeys  = []string{"app", "tier", "chaos.clusterops.io/victim", "workload.clusterops.io/appbundle", LabelBackupOf, ownership.LabelManagedBy}
+	genLabelVals  = []string{"web", "db", "true", ownership.ManagedBy}
 	genOwners     = []string{"apps/v1", "workload.clusterops.io/v1alpha1", "chaos.clusterops.io/v1alpha1", "clusterops.io/v1alpha1", "v1"}
 	genCMNames    = []string{"app-config", "kube-root-ca.crt", "settings", "feature-flags"}
 )
@@ -145,7 +146,7 @@ func provided(o Object) bool {
 		}
 	}
 	for k, v := range o.Labels {
-		if k == "workload.clusterops.io/appbundle" || k == LabelBackupOf || (k == LabelManagedBy && v == ManagedBy) {
+		if k == "workload.clusterops.io/appbundle" || k == LabelBackupOf || (k == ownership.LabelManagedBy && v == ownership.ManagedBy) {
 			return true
 		}
 	}

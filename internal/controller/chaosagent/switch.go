@@ -31,6 +31,7 @@ const (
 	reasonStopped event.Reason = "Stopped"
 	reasonPaused  event.Reason = "Paused"
 	reasonResumed event.Reason = "Resumed"
+	reasonQuiet   event.Reason = "QuietWindow"
 )
 
 // StopReason reports whether annotations carry the kill switch, and the reason
@@ -162,17 +163,31 @@ func (e *external) acting(ca *v1alpha1.ChaosAgent, reason xpv2.ConditionReason, 
 		return
 	}
 	ca.SetConditions(c)
-	if was.Reason == c.Reason {
-		return
+	if ev, ok := actingEvent(was.Reason, reason, msg); ok {
+		e.record.Event(ca, ev)
 	}
-	switch reason {
+}
+
+// actingEvent is the event that tells of the Acting condition's reason
+// changing from was to now, if that change is told. The condition in status
+// is the record of what was told: a reconcile that finds the reason unchanged
+// tells nothing, whatever the message says now.
+func actingEvent(was, now xpv2.ConditionReason, msg string) (event.Event, bool) {
+	if was == now {
+		return event.Event{}, false
+	}
+	switch now {
 	case v1alpha1.ReasonActing:
-		if was.Reason != "" && was.Reason != v1alpha1.ReasonQuietWindow {
-			e.record.Event(ca, event.Normal(reasonResumed, "Acting again: "+msg))
+		// Neither the first round nor the end of a quiet window is news.
+		if was != "" && was != v1alpha1.ReasonQuietWindow {
+			return event.Normal(reasonResumed, "Acting again: "+msg), true
 		}
+	case v1alpha1.ReasonQuietWindow:
+		return event.Normal(reasonQuiet, "Nothing happens: "+msg), true
 	case v1alpha1.ReasonStoppedByConfig, v1alpha1.ReasonStoppedByNamespace:
-		e.record.Event(ca, event.Warning(reasonStopped, errors.New(upperFirst(msg))))
+		return event.Warning(reasonStopped, errors.New(upperFirst(msg))), true
 	case v1alpha1.ReasonSteadyStateViolated:
-		e.record.Event(ca, event.Warning(reasonPaused, errors.New(upperFirst(msg))))
+		return event.Warning(reasonPaused, errors.New(upperFirst(msg))), true
 	}
+	return event.Event{}, false
 }

@@ -6,11 +6,9 @@ import (
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -81,9 +79,9 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	}
 	// The lock of every workload, for a deleted rollout to find the ones it
 	// holds without reading the namespace's workloads.
-	for _, kind := range []string{KindDeployment, KindStatefulSet, KindDaemonSet} {
+	for _, kind := range Kinds {
 		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(kind))
+		m.SetGroupVersionKind(GroupVersionKind(kind))
 		if err := mgr.GetFieldIndexer().IndexField(context.Background(), m, indexLock, func(o client.Object) []string {
 			if c := o.GetAnnotations()[AnnotationLock]; c != "" {
 				return []string{c}
@@ -94,13 +92,13 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		}
 	}
 	own := newOwnWrites()
+	wait := newWaiters()
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ConfigRollout]{
-		GroupKind: v1alpha1.ConfigRolloutGroupKind,
-		Kind:      resource.ManagedKind(v1alpha1.ConfigRolloutGroupVersionKind),
-		Object:    &v1alpha1.ConfigRollout{},
-		List:      &v1alpha1.ConfigRolloutList{},
+		GroupVersionKind: resource.ManagedKind(v1alpha1.ConfigRolloutGroupVersionKind),
+		Object:           &v1alpha1.ConfigRollout{},
+		List:             &v1alpha1.ConfigRolloutList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
-			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own}
+			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait}
 			if c.Local {
 				// The workloads' metadata watches feed the manager's cache on
 				// the provider's own cluster only.
@@ -116,21 +114,10 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		// Workloads are watched as metadata only; an event reconciles the
 		// rollouts that reference the workload (indexWorkloads).
 		Watch: func(b *builder.Builder) *builder.Builder {
-			c := mgr.GetClient()
-			return b.
-				// A new, deleted or re-templated workload matters, and so does a
-				// released lock (an annotation); status churn does not.
-				Watches(&appsv1.Deployment{}, workloadHandler(KindDeployment, c, own), builder.OnlyMetadata, workloadChanges).
-				Watches(&appsv1.StatefulSet{}, workloadHandler(KindStatefulSet, c, own), builder.OnlyMetadata, workloadChanges).
-				Watches(&appsv1.DaemonSet{}, workloadHandler(KindDaemonSet, c, own), builder.OnlyMetadata, workloadChanges)
+			return wait.watchAll(watchWorkloads(b, mgr.GetClient(), own), mgr.GetClient())
 		},
-		PollHook: untilDebounced(time.Now),
+		PollHook: untilDue(time.Now),
 	})
-}
-
-// untilDebounced brings the next reconcile forward to the end of a debounce window.
-func untilDebounced(now func() time.Time) managed.PollIntervalHook {
-	return managedkind.PollUntil(now, debounceDue)
 }
 
 // debounceDue is when the current change may be rolled out, and whether that
@@ -154,15 +141,31 @@ type external struct {
 	// provider's own cluster; nil on another.
 	cache client.Reader
 
-	// observed is the status Observe worked out. The managed reconciler may
-	// update the ConfigRollout between Observe and Update (to add its
-	// finalizer), which resets the status in memory to the stored one, so
-	// Update starts again from this.
+	// observed is the status Observe worked out, which Update starts from:
+	// state goes from Observe to Update as data (managedkind's package doc,
+	// "Write order").
 	observed v1alpha1.ConfigRolloutObservation
+
+	// waiting routes in-flight workloads' status events to the staggered
+	// rollouts that wait for them; gate is what Observe planned for one
+	// (progress.go), nil when every pending workload rolls at once.
+	waiting *waiters
+	gate    *gate
+
+	// contents are the sources' contents Observe read, Secrets' included:
+	// held in memory for this reconcile only, for the per-workload hashes.
+	contents []Content
+	// wants are the hashes Observe worked out for each selected workload, by
+	// "Kind/name" (see wanted).
+	wants map[string]string
 }
 
 // watchSources keeps a narrow watch on each source the ConfigRollout names.
 func (e *external) watchSources(cr *v1alpha1.ConfigRollout) error {
+	if e.watches == nil {
+		// Unit tests of the external client, which have no API server to watch.
+		return nil
+	}
 	return errors.Wrap(e.watches.Ensure(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, e.cluster, sourceWatches(cr)...), "cannot watch the sources")
 }
 
@@ -182,9 +185,11 @@ func sourceWatches(cr *v1alpha1.ConfigRollout) []watchset.Watch {
 	return ws
 }
 
-// readSources hashes every source, and names the ones that do not exist.
+// readSources hashes every source, and names the ones that do not exist. It
+// keeps their content in e.contents for the per-workload hashes of auto mode.
 func (e *external) readSources(ctx context.Context, cr *v1alpha1.ConfigRollout) ([]v1alpha1.SourceHash, []string, error) {
 	var out []v1alpha1.SourceHash
+	e.contents = nil
 	var missing []string
 	ns := cr.GetNamespace()
 	for _, s := range cr.Spec.ForProvider.ConfigMaps {
@@ -198,6 +203,7 @@ func (e *external) readSources(ctx context.Context, cr *v1alpha1.ConfigRollout) 
 			c = ConfigMapContent(cm, s.Keys)
 		}
 		out = append(out, v1alpha1.SourceHash{Kind: KindConfigMap, Name: s.Name, Hash: Hash(c), Missing: c.Missing})
+		e.contents = append(e.contents, c)
 	}
 	for _, s := range cr.Spec.ForProvider.Secrets {
 		sec := &corev1.Secret{}
@@ -211,6 +217,7 @@ func (e *external) readSources(ctx context.Context, cr *v1alpha1.ConfigRollout) 
 			c = SecretContent(sec, s.Keys)
 		}
 		out = append(out, v1alpha1.SourceHash{Kind: KindSecret, Name: s.Name, Hash: Hash(c), Missing: c.Missing})
+		e.contents = append(e.contents, c)
 	}
 	for _, s := range out {
 		if s.Missing {
@@ -224,6 +231,8 @@ func (e *external) readSources(ctx context.Context, cr *v1alpha1.ConfigRollout) 
 // workload carries. It never writes outside the ConfigRollout's status.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(cr) {
+		// A rollout on its way out waits for no workload.
+		e.waiting.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, nil)
 		// Delete releases the locks; the hash annotations stay.
 		held, err := lockedBy(ctx, e.cluster.Client, e.cache, cr.GetNamespace(), cr.GetName())
 		if err != nil {
@@ -259,6 +268,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	}
 	o.Workloads = make([]v1alpha1.RolledWorkload, 0, len(ws))
 	pending := 0
+	pendingKeys := map[string]bool{}
 	var locked []string
 	for _, w := range ws {
 		if w.Lock != "" && w.Lock != cr.GetName() && e.holds(ctx, cr.GetNamespace(), w.Lock) {
@@ -266,7 +276,8 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 			continue
 		}
 		key := w.Kind + "/" + w.Name
-		if rec := recorded[key]; rec != o.Hash && w.carried() == o.Hash && (rec != "" || w.Lock == cr.GetName()) {
+		want := e.want(cr, w, o.Hash)
+		if rec := recorded[key]; rec != want && w.carried() == want && (rec != "" || w.Lock == cr.GetName()) {
 			// A rollout of ours whose status write was lost (a conflict on a stale
 			// read after the workload was patched): record it now, or the counter
 			// and the time would never show it. When status recorded no hash for
@@ -279,11 +290,15 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 			last[key] = &now
 		}
 		o.Workloads = append(o.Workloads, v1alpha1.RolledWorkload{Kind: w.Kind, Name: w.Name, Hash: w.carried(), LastRollout: last[key]})
-		if w.carried() != o.Hash {
+		if !upToDate(w.carried(), want, o.Hash) {
 			pending++
+			pendingKeys[key] = true
 		}
 	}
 
+	if err := e.planWave(cr, ws, pendingKeys); err != nil {
+		return managed.ExternalObservation{}, err
+	}
 	e.observed = *o.DeepCopy()
 	switch {
 	case len(missing) > 0:
@@ -298,6 +313,10 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	case pending > 0:
 		if due, waiting := debounceDue(cr, e.now()); waiting {
 			cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%d workloads to roll after the debounce window, at %s", pending, due.UTC().Format(time.RFC3339))))
+			return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+		}
+		if e.heldBack(cr) {
+			// A strategy or windows hold the pending workloads back for now.
 			return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 		}
 		cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%d workloads to roll", pending)))
@@ -335,20 +354,22 @@ func (e *external) Create(context.Context, *v1alpha1.ConfigRollout) (managed.Ext
 func (e *external) Update(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalUpdate, error) {
 	cr.Status.AtProvider = *e.observed.DeepCopy()
 	o := &cr.Status.AtProvider
+	e.rolling(cr)
 	for i := range o.Workloads {
 		w := &o.Workloads[i]
-		if w.Hash == o.Hash {
+		want := e.wanted(w.Kind, w.Name, o.Hash)
+		if upToDate(w.Hash, want, o.Hash) || !e.mayRoll(w.Kind, w.Name) {
 			continue
 		}
-		if err := e.roll(ctx, cr, w.Kind, w.Name, o.Hash); err != nil {
+		if err := e.roll(ctx, cr, w.Kind, w.Name, want); err != nil {
 			return managed.ExternalUpdate{}, err
 		}
 		now := metav1.NewTime(e.now())
-		w.Hash, w.LastRollout = o.Hash, &now
+		w.Hash, w.LastRollout = want, &now
 		o.Rollouts++
-		e.record.Event(cr, event.Normal(reasonRolled, fmt.Sprintf("Rolled %s %q: its configuration changed (hash %s)", w.Kind, w.Name, o.Hash)))
+		e.record.Event(cr, event.Normal(reasonRolled, fmt.Sprintf("Rolled %s %q: its configuration changed (hash %s)", w.Kind, w.Name, want)))
 	}
-	cr.SetConditions(xpv2.Available())
+	e.rolledWave(cr)
 	return managed.ExternalUpdate{}, nil
 }
 
@@ -356,14 +377,9 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ConfigRollout) (mana
 // ConfigRollout's own field manager, so it never touches what others own in
 // the workload; a manual edit of the annotation is drift and is taken back.
 func (e *external) roll(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, name, hash string) error {
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion("apps/v1")
-	u.SetKind(kind)
-	u.SetNamespace(cr.GetNamespace())
-	u.SetName(name)
-	u.SetAnnotations(map[string]string{AnnotationLock: cr.GetName()})
-	if err := unstructured.SetNestedField(u.Object, hash, "spec", "template", "metadata", "annotations", AnnotationHash); err != nil {
-		return errors.Wrap(err, "cannot build rollout patch")
+	u, err := rollPatch(cr, kind, name, hash)
+	if err != nil {
+		return err
 	}
 	// The workload watches are on the local cluster: only there is the event
 	// of this write to be told apart.
@@ -371,7 +387,7 @@ func (e *external) roll(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, n
 	if track {
 		e.own.begin(cr.GetNamespace(), kind, name, cr.GetName())
 	}
-	err := e.cluster.Client.Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager(cr)), client.ForceOwnership) //nolint:staticcheck // Unstructured server-side apply.
+	err = e.cluster.Client.Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager(cr)), client.ForceOwnership) //nolint:staticcheck // Unstructured server-side apply.
 	if track {
 		g := u.GetGeneration()
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -190,4 +191,16 @@ func workloadHandler(kind string, c client.Reader, own *ownWrites) handler.Event
 			enqueue(ctx, q, "", e.Object)
 		},
 	})
+}
+
+// watchWorkloads watches every workload kind as metadata only: a new, deleted
+// or re-templated workload matters, and so does a released lock (an
+// annotation); status churn does not.
+func watchWorkloads(b *builder.Builder, c client.Reader, own *ownWrites) *builder.Builder {
+	for _, kind := range Kinds {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(GroupVersionKind(kind))
+		b = b.Watches(m, workloadHandler(kind, c, own), builder.OnlyMetadata, workloadChanges)
+	}
+	return b
 }

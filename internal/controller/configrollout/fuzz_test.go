@@ -118,3 +118,61 @@ func FuzzHashSeparates(f *testing.F) {
 		}
 	})
 }
+
+// FuzzWorkloadHash builds a pod that reads user-named keys of a ConfigMap
+// (env valueFrom, volume items) or all of it (envFrom), and a source with a
+// user key filter: a change to a key the pod does not read, or that the
+// filter leaves out, never changes the workload's hash; a change to one it
+// reads and the filter lets through always does.
+func FuzzWorkloadHash(f *testing.F) {
+	f.Add("PORT", "nginx.conf", "LOG_LEVEL", "", "v", uint8(0))
+	f.Add("a", "a", "b", "a", "", uint8(1))
+	f.Add("", "", "", "", "", uint8(3))
+	f.Fuzz(func(t *testing.T, envKey, itemKey, other, filter, value string, how uint8) {
+		ref := corev1.LocalObjectReference{Name: "app"}
+		c := corev1.Container{Name: "c", Env: []corev1.EnvVar{{Name: "E", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: ref, Key: envKey}}}}}
+		wholeRead := how&1 == 1 || envKey == ""
+		if how&1 == 1 {
+			c.EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref}}}
+		}
+		spec := corev1.PodSpec{Containers: []corev1.Container{c}}
+		readKeys := sets.New(envKey)
+		if how&2 == 2 {
+			spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: ref, Items: []corev1.KeyToPath{{Key: itemKey, Path: "p"}}}}}}
+			readKeys.Insert(itemKey)
+			wholeRead = wholeRead || itemKey == ""
+		}
+		uses := KeysRead(&spec)
+		if got := References(&spec); !got.ConfigMaps.Equal(sets.New("app")) || got.Secrets.Len() != 0 {
+			t.Fatalf("References = %v, %v; want the ConfigMap app alone", sets.List(got.ConfigMaps), sets.List(got.Secrets))
+		}
+		if uses.ConfigMaps["app"].Whole != wholeRead {
+			t.Fatalf("KeysRead says whole=%t, want %t", uses.ConfigMaps["app"].Whole, wholeRead)
+		}
+		var filterKeys []string
+		if filter != "" {
+			filterKeys = []string{filter}
+		}
+		counts := func(k string) bool {
+			return (wholeRead || readKeys.Has(k)) && (filter == "" || k == filter)
+		}
+		data := map[string][]byte{envKey: []byte("e"), itemKey: []byte("i"), other: []byte("o")}
+		base := Content{Kind: KindConfigMap, Name: "app", Keys: filterKeys, Data: data}
+		before := WorkloadHash([]Content{base}, uses)
+		changed := Content{Kind: KindConfigMap, Name: "app", Keys: filterKeys, Data: map[string][]byte{}}
+		for k, v := range data {
+			changed.Data[k] = v
+		}
+		changed.Data[other] = append(append([]byte{}, changed.Data[other]...), "x"+value...)
+		after := WorkloadHash([]Content{changed}, uses)
+		if counts(other) && before == after {
+			t.Fatalf("a change to key %q, which the pod reads and the filter %q lets through, did not change the hash", other, filter)
+		}
+		if !counts(other) && before != after {
+			t.Fatalf("a change to key %q, which the pod does not read (whole=%t, keys %v) or the filter %q leaves out, changed the hash", other, wholeRead, sets.List(readKeys), filter)
+		}
+		if k, reads := ReadKeys(filterKeys, uses.ConfigMaps["app"]); reads && filter != "" && (len(k) != 1 || k[0] != filter) {
+			t.Fatalf("ReadKeys(%q, ...) = %v: keys outside the filter", filter, k)
+		}
+	})
+}

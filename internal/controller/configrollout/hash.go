@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Source kinds.
@@ -94,6 +95,49 @@ func Combined(hashes []string) string {
 		write(h, []byte(x))
 	}
 	return hex.EncodeToString(h.Sum(nil))[:32]
+}
+
+// ReadKeys narrows a source's key filter (empty: every key) to what a pod
+// template reads of the source, and reports whether it reads any key that
+// counts. A pod that reads the whole source sees every key the filter lets
+// through; one that reads single keys sees only those.
+func ReadKeys(filter []string, u Use) ([]string, bool) {
+	switch {
+	case u.Whole:
+		return filter, true
+	case len(filter) == 0:
+		return sets.List(u.Keys), u.Keys.Len() > 0
+	default:
+		keys := sets.List(u.Keys.Intersection(sets.New(filter...)))
+		return keys, len(keys) > 0
+	}
+}
+
+// WorkloadHash is the hash for a workload whose pods read the sources as uses
+// says: each source it reads hashed over the keys it reads (ReadKeys), the
+// ones it does not read left out, so that only a change the pods can see
+// rolls them. A workload that reads every source whole gets Combined of the
+// sources' own hashes: what every workload carried before keys were told
+// apart, so an upgrade rolls none of those.
+func WorkloadHash(contents []Content, uses Uses) string {
+	hashes := make([]string, 0, len(contents))
+	for _, c := range contents {
+		m := uses.ConfigMaps
+		if c.Kind == KindSecret {
+			m = uses.Secrets
+		}
+		u, ok := m[c.Name]
+		if !ok {
+			continue
+		}
+		keys, reads := ReadKeys(c.Keys, u)
+		if !reads {
+			continue
+		}
+		c.Keys = keys
+		hashes = append(hashes, Hash(c))
+	}
+	return Combined(hashes)
 }
 
 func write(h hash.Hash, b []byte) {

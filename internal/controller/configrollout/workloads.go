@@ -4,9 +4,12 @@ import (
 	"context"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,15 +23,41 @@ const (
 	KindDeployment  = "Deployment"
 	KindStatefulSet = "StatefulSet"
 	KindDaemonSet   = "DaemonSet"
+	KindCronJob     = "CronJob"
 )
 
-// A workload is a Deployment, StatefulSet or DaemonSet, seen through its pod
-// template.
+// Kinds are the workload kinds a ConfigRollout rolls.
+var Kinds = []string{KindDeployment, KindStatefulSet, KindDaemonSet, KindCronJob}
+
+// GroupVersionKind is the API type of a workload kind.
+func GroupVersionKind(kind string) schema.GroupVersionKind {
+	if kind == KindCronJob {
+		return batchv1.SchemeGroupVersion.WithKind(kind)
+	}
+	return appsv1.SchemeGroupVersion.WithKind(kind)
+}
+
+// templatePath is where a workload kind keeps the pod template its pods are
+// made from. A CronJob's is its job template's: the next Job it starts uses
+// the new configuration, and the Jobs already running are left alone (their
+// own templates are not the CronJob's).
+func templatePath(kind string) []string {
+	if kind == KindCronJob {
+		return []string{"spec", "jobTemplate", "spec", "template"}
+	}
+	return []string{"spec", "template"}
+}
+
+// A workload is a Deployment, StatefulSet, DaemonSet or CronJob, seen through
+// its pod template.
 type workload struct {
 	Kind     string
 	Name     string
 	Lock     string // the ConfigRollout it follows, from AnnotationLock
 	Template *corev1.PodTemplateSpec
+	// Object is the whole workload, whose status says whether its rollout
+	// has settled (strategy.go).
+	Object client.Object
 }
 
 // carried is the hash the workload's pod template carries.
@@ -42,6 +71,9 @@ func newObject(kind string) (client.Object, *corev1.PodTemplateSpec) {
 	case KindDaemonSet:
 		o := &appsv1.DaemonSet{}
 		return o, &o.Spec.Template
+	case KindCronJob:
+		o := &batchv1.CronJob{}
+		return o, &o.Spec.JobTemplate.Spec.Template
 	default:
 		o := &appsv1.Deployment{}
 		return o, &o.Spec.Template
@@ -51,20 +83,23 @@ func newObject(kind string) (client.Object, *corev1.PodTemplateSpec) {
 // list lists the workloads of every kind in ns that match sel.
 func list(ctx context.Context, c client.Reader, ns string, sel client.ListOption) ([]workload, error) {
 	var out []workload
-	deps, sts, dss := &appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &appsv1.DaemonSetList{}
-	for _, l := range []client.ObjectList{deps, sts, dss} {
+	deps, sts, dss, cjs := &appsv1.DeploymentList{}, &appsv1.StatefulSetList{}, &appsv1.DaemonSetList{}, &batchv1.CronJobList{}
+	for _, l := range []client.ObjectList{deps, sts, dss, cjs} {
 		if err := c.List(ctx, l, client.InNamespace(ns), sel); err != nil {
 			return nil, errors.Wrap(err, "cannot list workloads")
 		}
 	}
 	for i := range deps.Items {
-		out = append(out, workload{Kind: KindDeployment, Name: deps.Items[i].Name, Lock: deps.Items[i].Annotations[AnnotationLock], Template: &deps.Items[i].Spec.Template})
+		out = append(out, workload{Kind: KindDeployment, Name: deps.Items[i].Name, Lock: deps.Items[i].Annotations[AnnotationLock], Template: &deps.Items[i].Spec.Template, Object: &deps.Items[i]})
 	}
 	for i := range sts.Items {
-		out = append(out, workload{Kind: KindStatefulSet, Name: sts.Items[i].Name, Lock: sts.Items[i].Annotations[AnnotationLock], Template: &sts.Items[i].Spec.Template})
+		out = append(out, workload{Kind: KindStatefulSet, Name: sts.Items[i].Name, Lock: sts.Items[i].Annotations[AnnotationLock], Template: &sts.Items[i].Spec.Template, Object: &sts.Items[i]})
 	}
 	for i := range dss.Items {
-		out = append(out, workload{Kind: KindDaemonSet, Name: dss.Items[i].Name, Lock: dss.Items[i].Annotations[AnnotationLock], Template: &dss.Items[i].Spec.Template})
+		out = append(out, workload{Kind: KindDaemonSet, Name: dss.Items[i].Name, Lock: dss.Items[i].Annotations[AnnotationLock], Template: &dss.Items[i].Spec.Template, Object: &dss.Items[i]})
+	}
+	for i := range cjs.Items {
+		out = append(out, workload{Kind: KindCronJob, Name: cjs.Items[i].Name, Lock: cjs.Items[i].Annotations[AnnotationLock], Template: &cjs.Items[i].Spec.JobTemplate.Spec.Template, Object: &cjs.Items[i]})
 	}
 	return out, nil
 }
@@ -77,7 +112,9 @@ const indexLock = "configrollout.lock"
 // them: metadata only.
 func metadataList(kind string) *metav1.PartialObjectMetadataList {
 	l := &metav1.PartialObjectMetadataList{}
-	l.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind(kind + "List"))
+	gvk := GroupVersionKind(kind)
+	gvk.Kind += "List"
+	l.SetGroupVersionKind(gvk)
 	return l
 }
 
@@ -87,7 +124,7 @@ func metadataList(kind string) *metav1.PartialObjectMetadataList {
 // request goes to the API server, and no pod template is read.
 func inCache(ctx context.Context, r client.Reader, ns string, opts ...client.ListOption) ([]v1alpha1.WorkloadRef, error) {
 	var out []v1alpha1.WorkloadRef
-	for _, kind := range []string{KindDeployment, KindStatefulSet, KindDaemonSet} {
+	for _, kind := range Kinds {
 		l := metadataList(kind)
 		if err := r.List(ctx, l, append([]client.ListOption{client.InNamespace(ns)}, opts...)...); err != nil {
 			return nil, errors.Wrap(err, "cannot list workloads")
@@ -134,7 +171,7 @@ func get(ctx context.Context, c client.Reader, ns string, refs []v1alpha1.Worklo
 		if err != nil {
 			return nil, nil, errors.Wrapf(err, "cannot get %s %q", ref.Kind, ref.Name)
 		}
-		out = append(out, workload{Kind: ref.Kind, Name: ref.Name, Lock: o.GetAnnotations()[AnnotationLock], Template: tmpl})
+		out = append(out, workload{Kind: ref.Kind, Name: ref.Name, Lock: o.GetAnnotations()[AnnotationLock], Template: tmpl, Object: o})
 	}
 	return out, missing, nil
 }
@@ -187,4 +224,55 @@ func names(refs []v1alpha1.SourceRef) []string {
 		out = append(out, r.Name)
 	}
 	return out
+}
+
+// rollPatch is the server-side apply patch that rolls a workload: the hash
+// annotation in its pod template, and the lock on its metadata, nothing else.
+func rollPatch(cr *v1alpha1.ConfigRollout, kind, name, hash string) (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(GroupVersionKind(kind))
+	u.SetNamespace(cr.GetNamespace())
+	u.SetName(name)
+	u.SetAnnotations(map[string]string{AnnotationLock: cr.GetName()})
+	path := append(templatePath(kind), "metadata", "annotations", AnnotationHash)
+	if err := unstructured.SetNestedField(u.Object, hash, path...); err != nil {
+		return nil, errors.Wrap(err, "cannot build rollout patch")
+	}
+	return u, nil
+}
+
+// want works out, and remembers for Update, the hash workload w is to carry:
+// in auto mode, the hash of just what its pods read of the sources
+// (WorkloadHash: a workload that reads single keys rolls only when one of
+// them changes); otherwise all, the hash of every source together, which a
+// named or selected workload carries whatever it reads.
+func (e *external) want(cr *v1alpha1.ConfigRollout, w workload, all string) string {
+	h := all
+	if cr.Spec.ForProvider.Auto && len(e.contents) > 0 {
+		h = WorkloadHash(e.contents, KeysRead(&w.Template.Spec))
+	}
+	if e.wants == nil {
+		e.wants = map[string]string{}
+	}
+	e.wants[workloadKey(w.Kind, w.Name)] = h
+	return h
+}
+
+// wanted is the hash Observe worked out for a workload; all when it worked
+// out none.
+func (e *external) wanted(kind, name, all string) string {
+	if h, ok := e.wants[workloadKey(kind, name)]; ok {
+		return h
+	}
+	return all
+}
+
+// upToDate reports whether a workload that carries hash carried needs no
+// rollout: it carries want, or all, the hash of every source's current
+// content together. A workload that carries all was rolled after the last
+// change of anything it reads, so it is current whatever it reads: such are
+// the ones an earlier release rolled before keys were told apart, which an
+// upgrade then does not roll.
+func upToDate(carried, want, all string) bool {
+	return carried != "" && (carried == want || carried == all)
 }

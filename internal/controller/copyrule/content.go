@@ -5,13 +5,16 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"maps"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/ownership"
 )
 
 // Ownership labels and annotations on copies.
@@ -102,9 +105,19 @@ type Owner struct {
 	Name      string
 }
 
-// Desired is the copy of source src in namespace ns that rule owner wants,
-// with hash h of src. existing, when the object is already there, lends its
-// metadata: resourceVersion, and what others set.
+// copyMark marks a copy as the rule's, by the rule's UID: copies live in other
+// namespaces, where a name would be ambiguous.
+var copyMark = ownership.ByUID(LabelRuleUID)
+
+// object is the rule as the mark reads it.
+func (o Owner) object() metav1.Object {
+	return &metav1.ObjectMeta{UID: types.UID(o.UID), Namespace: o.Namespace, Name: o.Name}
+}
+
+// Desired is the copy in namespace ns that rule owner wants of src, the
+// template Transform.Apply made of a source (a source itself when nothing is
+// transformed), with hash h of src. existing, when the object is already
+// there, lends its metadata: resourceVersion, and what others set.
 func Desired(owner Owner, src Object, h, ns string, existing *Object, takenOver bool) Object {
 	o := Object{Data: src.Data, Bytes: src.Bytes, Type: src.Type, Immutable: src.Immutable}
 	if existing != nil {
@@ -117,12 +130,19 @@ func Desired(owner Owner, src Object, h, ns string, existing *Object, takenOver 
 	if o.Labels == nil {
 		o.Labels = map[string]string{}
 	}
-	o.Labels[LabelRuleUID] = owner.UID
+	copyMark.Set(&o, owner.object())
 	if o.Annotations == nil {
 		o.Annotations = map[string]string{}
 	}
+	// Annotations the rule added before and adds no more go; others' stay.
+	removeAdded(o.Annotations)
+	add := added(src)
+	maps.Copy(o.Annotations, add)
+	if len(add) > 0 {
+		o.Annotations[AnnotationAdded] = addedList(add)
+	}
 	o.Annotations[AnnotationRule] = owner.Namespace + "/" + owner.Name
-	o.Annotations[AnnotationSource] = src.Namespace + "/" + src.Name
+	o.Annotations[AnnotationSource] = sourceOf(src)
 	o.Annotations[AnnotationHash] = h
 	if takenOver {
 		o.Annotations[AnnotationTakenOver] = "true"
@@ -130,19 +150,39 @@ func Desired(owner Owner, src Object, h, ns string, existing *Object, takenOver 
 	return o
 }
 
-// InSync reports whether copy c of source src (whose hash is h) needs no
-// write: equal content and the rule's own annotations in place.
+// removeAdded deletes from annotations a those the rule added, and their list.
+func removeAdded(a map[string]string) {
+	if l := a[AnnotationAdded]; l != "" {
+		for _, k := range strings.Split(l, ",") {
+			if !ProviderKey(k) {
+				delete(a, k)
+			}
+		}
+	}
+	delete(a, AnnotationAdded)
+}
+
+// InSync reports whether copy c of template src (whose hash is h) needs no
+// write: equal content, the annotations the rule adds, and the rule's own
+// annotations in place.
 func InSync(owner Owner, src Object, h string, c Object) bool {
+	add := added(src)
+	for k, v := range add {
+		if c.Annotations[k] != v {
+			return false
+		}
+	}
 	return Hash(c) == h &&
 		c.Labels[LabelRuleUID] == owner.UID &&
+		c.Annotations[AnnotationAdded] == addedList(add) &&
 		c.Annotations[AnnotationRule] == owner.Namespace+"/"+owner.Name &&
-		c.Annotations[AnnotationSource] == src.Namespace+"/"+src.Name &&
+		c.Annotations[AnnotationSource] == sourceOf(src) &&
 		c.Annotations[AnnotationHash] == h
 }
 
 // OwnedBy reports whether o is a copy of rule owner.
 func OwnedBy(owner Owner, o Object) bool {
-	return owner.UID != "" && o.Labels[LabelRuleUID] == owner.UID
+	return copyMark.On(&o, owner.object())
 }
 
 // TakenOver reports whether o was adopted or overwritten rather than created.
@@ -156,7 +196,8 @@ func Released(o Object) Object {
 	r := o
 	r.Labels = maps.Clone(o.Labels)
 	r.Annotations = maps.Clone(o.Annotations)
-	delete(r.Labels, LabelRuleUID)
+	copyMark.Remove(&r)
+	removeAdded(r.Annotations)
 	for _, k := range []string{AnnotationRule, AnnotationSource, AnnotationHash, AnnotationTakenOver} {
 		delete(r.Annotations, k)
 	}

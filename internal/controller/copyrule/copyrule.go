@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/reach"
 	"github.com/clusterops/provider-clusterops/internal/target"
 	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
@@ -33,27 +35,36 @@ import (
 const (
 	reasonSynced      event.Reason = "SyncedCopies"
 	reasonWriteFailed event.Reason = "CannotWriteCopies"
+	// reasonSourceConflict: a copy name that sources of more than one source
+	// namespace would write.
+	reasonSourceConflict event.Reason = "SourceConflict"
 )
 
 // Setup adds the CopyRule controller to mgr.
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	ws := watchset.New(o.Logger.WithValues("controller", managed.ControllerName(v1alpha1.CopyRuleGroupKind)))
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.CopyRule]{
-		GroupKind: v1alpha1.CopyRuleGroupKind,
-		Kind:      resource.ManagedKind(v1alpha1.CopyRuleGroupVersionKind),
-		Object:    &v1alpha1.CopyRule{},
-		List:      &v1alpha1.CopyRuleList{},
+		GroupVersionKind: resource.ManagedKind(v1alpha1.CopyRuleGroupVersionKind),
+		Object:           &v1alpha1.CopyRule{},
+		List:             &v1alpha1.CopyRuleList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.CopyRule) managed.TypedExternalClient[*v1alpha1.CopyRule] {
-			return &external{cluster: c, record: rec, watches: ws, now: time.Now}
+			return &external{cluster: c, resolver: r, record: rec, watches: ws, now: time.Now}
 		},
-		// Sources, copies and namespaces are watched narrowly, as metadata, on
-		// the cluster the rule acts on: a change enqueues the rule at once.
+		// Sources, copies and namespaces are watched narrowly, as metadata:
+		// the copies and namespaces on the cluster the rule writes to, the
+		// sources on the one it reads them on. A change enqueues the rule at
+		// once.
 		WatchSet: ws,
 	})
 }
 
 type external struct {
+	// cluster is where the copies are written (spec.providerConfigRef).
 	cluster *target.Cluster
+	// resolver resolves the source side's config, when the rule names one.
+	resolver *target.Resolver
+	// source is where Observe read the sources; Update watches them there.
+	source  *target.Cluster
 	record  event.Recorder
 	watches *watchset.Set
 	now     func() time.Time
@@ -64,13 +75,6 @@ type external struct {
 
 func owner(cr *v1alpha1.CopyRule) Owner {
 	return Owner{UID: string(cr.GetUID()), Namespace: cr.GetNamespace(), Name: cr.GetName()}
-}
-
-func sourceNamespace(cr *v1alpha1.CopyRule) string {
-	if ns := cr.Spec.ForProvider.SourceNamespace; ns != "" {
-		return ns
-	}
-	return cr.GetNamespace()
 }
 
 // mayDelete reports whether the management policies let the rule delete,
@@ -87,18 +91,21 @@ func mayDelete(cr *v1alpha1.CopyRule) bool {
 // of copies is a valid state, and all writes happen in Update.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.ExternalObservation, error) {
 	p := cr.Spec.ForProvider
+	tgt := targetRef(cr)
 	nss, err := e.namespaces(ctx)
 	if err != nil {
-		return managed.ExternalObservation{}, err
+		return managed.ExternalObservation{}, sideError(err, "target", tgt)
 	}
 	reachable := e.reach(cr, nss)
 	if meta.WasDeleted(cr) {
+		// Only the copies matter now: the sources are watched no more.
+		e.source = nil
 		if err := e.watch(cr, cr.Status.AtProvider.Problems); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		copies, err := readCopies(ctx, e.cluster.Client, p.Kind, string(cr.GetUID()))
+		copies, err := readCopies(ctx, e.cluster.Client, CopyKind(p), string(cr.GetUID()))
 		if err != nil {
-			return managed.ExternalObservation{}, err
+			return managed.ExternalObservation{}, sideError(err, "target", tgt)
 		}
 		for _, c := range copies {
 			if reachable(c.Namespace) == nil {
@@ -107,46 +114,59 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 		}
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
-	src := sourceNamespace(cr)
-	if err := reachable(src); err != nil {
-		cr.SetConditions(xpv2.Unavailable().WithMessage("the source namespace is out of reach: " + err.Error()))
-		return managed.ExternalObservation{}, errors.Wrap(err, "cannot read the source namespace")
-	}
-	sources, refused, err := readSources(ctx, e.cluster.Client, p, src)
+	srcCl, err := e.sourceCluster(ctx, cr)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	targets, err := SelectTargets(p, cr.GetNamespace(), src, nss, e.cluster.Reach)
+	e.source = srcCl
+	srcNSs := SourceNamespaces(p, cr.GetNamespace())
+	check, notTargets := sourceReach(ctx, e.cluster, srcCl, cr.GetNamespace(), srcNSs, nss)
+	if err := checkSources(srcNSs, check); err != nil {
+		cr.SetConditions(xpv2.Unavailable().WithMessage("a source namespace is out of reach: " + err.Error()))
+		return managed.ExternalObservation{}, sideError(errors.Wrap(err, "cannot read the source namespaces"), "source", sourceRef(cr))
+	}
+	all, refused, err := readSources(ctx, srcCl.Client, p, srcNSs)
+	if err != nil {
+		return managed.ExternalObservation{}, sideError(err, "source", sourceRef(cr))
+	}
+	tr := NewTransform(p)
+	sources, conflicts := SourceConflicts(all, tr.Name)
+	targets, err := SelectTargets(p, cr.GetNamespace(), notTargets, nss, e.cluster.Reach)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	copies, err := readCopies(ctx, e.cluster.Client, p.Kind, string(cr.GetUID()))
+	copies, err := readCopies(ctx, e.cluster.Client, CopyKind(p), string(cr.GetUID()))
 	if err != nil {
-		return managed.ExternalObservation{}, err
+		return managed.ExternalObservation{}, sideError(err, "target", tgt)
 	}
 	occupied, err := e.occupied(ctx, cr, sources, targets, copies)
 	if err != nil {
-		return managed.ExternalObservation{}, err
+		return managed.ExternalObservation{}, sideError(err, "target", tgt)
 	}
 	e.plan = MakePlan(PlanInput{
 		Owner: owner(cr), Sources: sources, Targets: targets, Copies: copies, Occupied: occupied,
-		Policy: p.ConflictPolicy, MayDelete: mayDelete(cr), Reachable: reachable,
+		Policy: p.ConflictPolicy, MayDelete: mayDelete(cr), Reachable: reachable, Transform: tr,
+		Conflicted: conflicts,
 	})
-	for _, n := range slices.Sorted(maps.Keys(refused)) {
-		e.plan.Problems = append(e.plan.Problems, v1alpha1.CopyProblem{Namespace: src, Name: n, Reason: v1alpha1.ProblemRefused, Message: refused[n]})
+	for _, r := range slices.SortedFunc(maps.Keys(refused), func(a, b Ref) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) }) {
+		e.plan.Problems = append(e.plan.Problems, v1alpha1.CopyProblem{Namespace: r.Namespace, Name: r.Name, Reason: v1alpha1.ProblemRefused, Message: refused[r]})
+	}
+	// One Warning per conflict as it appears, read from the last status.
+	for _, n := range NewConflicts(cr.Status.AtProvider.Problems, conflicts) {
+		e.record.Event(cr, event.Warning(reasonSourceConflict, conflictEvent(n, conflicts[n])))
 	}
 	if err := e.watch(cr, e.plan.Problems); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 
 	o := &cr.Status.AtProvider
-	o.Sources = int32(len(sources))
+	o.Sources = count32(len(all))
 	o.ObservedSources = nil
-	for _, s := range sources {
+	for _, s := range all {
 		if len(o.ObservedSources) == v1alpha1.MaxObservedSources {
 			break
 		}
-		o.ObservedSources = append(o.ObservedSources, v1alpha1.ObservedSource{Name: s.Name, ResourceVersion: s.ResourceVersion})
+		o.ObservedSources = append(o.ObservedSources, v1alpha1.ObservedSource{Namespace: s.Namespace, Name: s.Name, ResourceVersion: s.ResourceVersion})
 	}
 	e.report(cr, e.plan.Problems, e.plan.InSync, 0, false)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(e.plan.Actions) == 0}, nil
@@ -167,15 +187,16 @@ func (e *external) occupied(ctx context.Context, cr *v1alpha1.CopyRule, sources 
 		have[Ref{c.Namespace, c.Name}] = true
 	}
 	out := map[Ref]Object{}
+	tr, kind := NewTransform(cr.Spec.ForProvider), CopyKind(cr.Spec.ForProvider)
 	for _, s := range sources {
 		for _, ns := range t.Namespaces {
-			ref := Ref{ns, s.Name}
+			ref := Ref{ns, tr.Name(s)}
 			if have[ref] || !conflicted[ref] {
 				continue
 			}
-			o, found, err := get(ctx, e.cluster.Client, cr.Spec.ForProvider.Kind, ref)
+			o, found, err := get(ctx, e.cluster.Client, kind, ref)
 			if err != nil {
-				return nil, errors.Wrapf(err, "cannot get %s %q in namespace %q", cr.Spec.ForProvider.Kind, ref.Name, ref.Namespace)
+				return nil, errors.Wrapf(err, "cannot get %s %q in namespace %q", kind, ref.Name, ref.Namespace)
 			}
 			if found {
 				out[ref] = o
@@ -185,38 +206,53 @@ func (e *external) occupied(ctx context.Context, cr *v1alpha1.CopyRule, sources 
 	return out, nil
 }
 
-// watch keeps the rule's watches: its sources, its copies, the namespaces,
-// and the objects in the way of its copies, whose removal frees the place.
+// watch keeps the rule's watches: its copies, the namespaces and the objects
+// in the way of its copies (whose removal frees the place) on the cluster it
+// writes to, and its sources in each source namespace on the cluster it reads
+// them on (e.source; none while the rule is being deleted). A source watch is
+// keyed by cluster, namespace and selector or name, so rules reading the same
+// namespace share it.
 func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem) error {
 	p := cr.Spec.ForProvider
 	res := corev1.SchemeGroupVersion.WithResource(strings.ToLower(p.Kind) + "s")
-	src := sourceNamespace(cr)
+	// Copies are of another kind than sources when Secrets go into ConfigMaps.
+	copyRes := corev1.SchemeGroupVersion.WithResource(strings.ToLower(CopyKind(p)) + "s")
 	ws := []watchset.Watch{
 		namespacesWatch,
-		{Resource: res, Labels: LabelRuleUID + "=" + string(cr.GetUID())},
+		{Resource: copyRes, Labels: copyMark.Selector(cr).String()},
 	}
-	if p.Selector != nil {
-		s, err := metav1.LabelSelectorAsSelector(p.Selector)
-		if err != nil {
-			return errors.Wrap(err, "spec.forProvider.selector is not a valid label selector")
+	var sws []watchset.Watch
+	for _, src := range SourceNamespaces(p, cr.GetNamespace()) {
+		if e.source == nil {
+			break
 		}
-		ws = append(ws, watchset.Watch{Resource: res, Namespace: src, Labels: s.String()})
-	}
-	for _, n := range p.Names {
-		ws = append(ws, watchset.Watch{Resource: res, Namespace: src, Fields: "metadata.name=" + n})
+		if p.Selector != nil {
+			s, err := metav1.LabelSelectorAsSelector(p.Selector)
+			if err != nil {
+				return errors.Wrap(err, "spec.forProvider.selector is not a valid label selector")
+			}
+			sws = append(sws, watchset.Watch{Resource: res, Namespace: src, Labels: s.String()})
+		}
+		for _, n := range p.Names {
+			sws = append(sws, watchset.Watch{Resource: res, Namespace: src, Fields: "metadata.name=" + n})
+		}
 	}
 	for _, pr := range problems {
 		if pr.Reason == v1alpha1.ProblemConflict {
-			ws = append(ws, watchset.Watch{Resource: res, Namespace: pr.Namespace, Fields: "metadata.name=" + pr.Name})
+			ws = append(ws, watchset.Watch{Resource: copyRes, Namespace: pr.Namespace, Fields: "metadata.name=" + pr.Name})
 		}
 	}
 	owner := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
 	e.watches.SetInterest(owner, interest(cr))
-	return errors.Wrap(e.watches.Ensure(owner, e.cluster, ws...), "cannot watch the rule's sources and copies")
+	on := []watchset.On{{Cluster: e.cluster, Watches: ws}}
+	if e.source != nil {
+		on = append(on, watchset.On{Cluster: e.source, Watches: sws})
+	}
+	return errors.Wrap(e.watches.EnsureOn(owner, on...), "cannot watch the rule's sources and copies")
 }
 
-// interest is what of the namespaces watch concerns the rule: its source and
-// own namespaces, and the namespaces its target mode selects (before or after
+// interest is what of the namespaces watch concerns the rule: its source
+// namespaces and own namespace, and the namespaces its target mode selects (before or after
 // a change). Every other namespace's events would reconcile every rule of the
 // cluster for nothing: with many rules and namespaces coming and going, a storm.
 func interest(cr *v1alpha1.CopyRule) watchset.Interest {
@@ -224,12 +260,12 @@ func interest(cr *v1alpha1.CopyRule) watchset.Interest {
 	if err != nil {
 		return nil
 	}
-	src, own := sourceNamespace(cr), cr.GetNamespace()
+	srcs, own := SourceNamespaces(cr.Spec.ForProvider, cr.GetNamespace()), cr.GetNamespace()
 	return func(w watchset.Watch, o *metav1.PartialObjectMetadata) bool {
 		if w != namespacesWatch {
 			return true
 		}
-		return o.Name == src || o.Name == own || match(Namespace{Name: o.Name, Labels: o.Labels})
+		return slices.Contains(srcs, o.Name) || o.Name == own || match(Namespace{Name: o.Name, Labels: o.Labels})
 	}
 }
 
@@ -252,32 +288,39 @@ func (e *external) namespaces(ctx context.Context) ([]Namespace, error) {
 	return out, nil
 }
 
-// reach returns the reach check of the rule, deciding from the labels of the
-// namespaces already read rather than reading each namespace again.
+// reach returns the reach check of the rule on the cluster it writes to,
+// deciding from the labels of the namespaces already read rather than reading
+// each namespace again.
 func (e *external) reach(cr *v1alpha1.CopyRule, nss []Namespace) func(ns string) error {
+	return reachIn(e.cluster.Reach, cr.GetNamespace(), nss)
+}
+
+// reachIn returns the check of policy r for a managed resource in namespace
+// own, deciding from the labels of the namespaces nss already read.
+func reachIn(r reach.Policy, own string, nss []Namespace) func(ns string) error {
 	labelsOf := make(map[string]map[string]string, len(nss))
 	for _, n := range nss {
 		labelsOf[n.Name] = n.Labels
 	}
-	return func(ns string) error { return e.cluster.Reach.Check(cr.GetNamespace(), ns, labelsOf[ns]) }
+	return func(ns string) error { return r.Check(own, ns, labelsOf[ns]) }
 }
 
 // report writes the counts, problems and Ready condition into the status.
 func (e *external) report(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem, inSync, failed int, wrote bool) {
 	o := &cr.Status.AtProvider
 	wasInSync := o.LastFullSync != nil && o.CopiesInSync == o.IntendedCopies
-	o.IntendedCopies = int32(e.plan.Intended)
-	o.CopiesInSync = int32(inSync)
+	o.IntendedCopies = count32(e.plan.Intended)
+	o.CopiesInSync = count32(inSync)
 	o.Copies = fmt.Sprintf("%d/%d", inSync, e.plan.Intended)
-	o.Failed = int32(failed)
-	o.Skipped = int32(e.plan.Skipped)
+	o.Failed = count32(failed)
+	o.Skipped = count32(e.plan.Skipped)
 	sort.SliceStable(problems, func(i, j int) bool {
 		a, b := problems[i], problems[j]
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
 	o.Problems, o.MoreProblems = problems, 0
 	if len(problems) > v1alpha1.MaxProblems {
-		o.Problems, o.MoreProblems = problems[:v1alpha1.MaxProblems], int32(len(problems)-v1alpha1.MaxProblems)
+		o.Problems, o.MoreProblems = problems[:v1alpha1.MaxProblems], count32(len(problems)-v1alpha1.MaxProblems)
 	}
 	if len(o.Problems) == 0 {
 		o.Problems = nil
@@ -309,7 +352,7 @@ func (e *external) Create(context.Context, *v1alpha1.CopyRule) (managed.External
 // reports what it did in one event.
 func (e *external) Update(ctx context.Context, cr *v1alpha1.CopyRule) (managed.ExternalUpdate, error) {
 	p := cr.Spec.ForProvider
-	w := &writer{c: e.cluster.Client, kind: p.Kind, owner: owner(cr), policy: p.ConflictPolicy}
+	w := &writer{c: e.cluster.Client, kind: CopyKind(p), owner: owner(cr), policy: p.ConflictPolicy}
 	r := w.Run(ctx, e.plan.Actions, max(int(p.MaxParallelWrites), 1))
 	e.plan.Skipped += r.Skipped
 	problems := append(r.Problems, e.plan.Problems...) //nolint:gocritic // A new slice of both.
@@ -317,11 +360,11 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 	if err := e.watch(cr, problems); err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	if s := summary(p.Kind, r.Done); s != "" {
+	if s := summary(CopyKind(p), r.Done); s != "" {
 		e.record.Event(cr, event.Normal(reasonSynced, s))
 	}
 	if r.Failed > 0 {
-		err := errors.Errorf("cannot write %d of %d %s copies; first: %s", r.Failed, len(e.plan.Actions), p.Kind, r.FirstFailure())
+		err := errors.Errorf("cannot write %d of %d %s copies; first: %s", r.Failed, len(e.plan.Actions), CopyKind(p), r.FirstFailure())
 		e.record.Event(cr, event.Warning(reasonWriteFailed, err))
 		return managed.ExternalUpdate{}, err
 	}
@@ -356,7 +399,7 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 		return managed.ExternalDelete{}, err
 	}
 	reachable := e.reach(cr, nss)
-	copies, err := readCopies(ctx, e.cluster.Client, p.Kind, string(cr.GetUID()))
+	copies, err := readCopies(ctx, e.cluster.Client, CopyKind(p), string(cr.GetUID()))
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}
@@ -371,15 +414,21 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 		}
 		actions = append(actions, Action{Op: OpPrune, Object: c})
 	}
-	w := &writer{c: e.cluster.Client, kind: p.Kind, owner: owner(cr), policy: p.ConflictPolicy}
+	w := &writer{c: e.cluster.Client, kind: CopyKind(p), owner: owner(cr), policy: p.ConflictPolicy}
 	r := w.Run(ctx, actions, max(int(p.MaxParallelWrites), 1))
-	if s := summary(p.Kind, r.Done); s != "" {
+	if s := summary(CopyKind(p), r.Done); s != "" {
 		e.record.Event(cr, event.Normal(reasonSynced, s))
 	}
 	if r.Failed > 0 {
-		return managed.ExternalDelete{}, errors.Errorf("cannot remove %d of %d %s copies; first: %s", r.Failed, len(actions), p.Kind, r.FirstFailure())
+		return managed.ExternalDelete{}, errors.Errorf("cannot remove %d of %d %s copies; first: %s", r.Failed, len(actions), CopyKind(p), r.FirstFailure())
 	}
 	return managed.ExternalDelete{}, nil
 }
 
 func (e *external) Disconnect(context.Context) error { return nil }
+
+// count32 is a count for status, whose fields are int32 as the API conventions ask; counts of
+// objects in one cluster stay far below its limit, which it keeps to should one not.
+func count32(n int) int32 {
+	return int32(min(n, math.MaxInt32)) //nolint:gosec // Clamped to the int32 range just now.
+}

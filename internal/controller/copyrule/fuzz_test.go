@@ -43,7 +43,7 @@ func FuzzCopyContent(f *testing.F) {
 		switch {
 		case a.Op == "" && why == "":
 			t.Fatalf("Conflict(%q) neither acts nor says why", policy)
-		case a.Op != "" && policy != string(v1alpha1.ConflictOverwrite) && !(policy == string(v1alpha1.ConflictAdopt) && same):
+		case a.Op != "" && policy != string(v1alpha1.ConflictOverwrite) && (policy != string(v1alpha1.ConflictAdopt) || !same):
 			t.Fatalf("Conflict(%q) takes over an object with other data: %s", policy, a.Op)
 		case a.Op != "" && !SameData(a.Object, src):
 			t.Fatalf("Conflict(%q) writes data other than the source's", policy)

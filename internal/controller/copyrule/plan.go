@@ -53,6 +53,12 @@ type PlanInput struct {
 	MayDelete bool
 	// Reachable returns nil when the rule may act in a namespace.
 	Reachable func(ns string) error
+	// Conflicted are copy names that sources of more than one source
+	// namespace would write, with those sources (SourceConflicts): nothing
+	// is copied for them, and copies already made are kept as they are.
+	Conflicted map[string][]Ref
+	// Transform is what the rule changes between a source and its copies.
+	Transform Transform
 }
 
 // A Plan is what a rule must write to be in sync, and how far it is now.
@@ -78,7 +84,22 @@ func MakePlan(in PlanInput) Plan {
 		outOfReach = append(outOfReach, ns)
 	}
 	sort.Strings(outOfReach)
-	for _, src := range in.Sources {
+	for _, raw := range in.Sources {
+		// The copies are compared with the source as the rule transforms
+		// it, so a change of the rule's keys, name or metadata rewrites
+		// exactly the copies it changes.
+		src, err := in.Transform.Apply(raw)
+		if err != nil {
+			// Keys that collide: the copies stay as they are (not pruned),
+			// and the source is reported once, not once per target.
+			for _, ns := range in.Targets.Namespaces {
+				wanted[Ref{ns, src.Name}] = true
+				p.Intended++
+				p.Skipped++
+			}
+			p.problem(raw.Namespace, raw.Name, v1alpha1.ProblemRefused, err.Error())
+			continue
+		}
 		h := Hash(src)
 		for _, ns := range outOfReach {
 			wanted[Ref{ns, src.Name}] = true
@@ -115,6 +136,7 @@ func MakePlan(in PlanInput) Plan {
 			}
 		}
 	}
+	p.holdConflicted(in, wanted)
 	for _, c := range in.Copies {
 		ref := Ref{c.Namespace, c.Name}
 		if wanted[ref] {
@@ -133,7 +155,7 @@ func MakePlan(in PlanInput) Plan {
 	}
 	for _, ns := range in.Targets.Missing {
 		for _, src := range in.Sources {
-			p.problem(ns, src.Name, v1alpha1.ProblemNamespaceMissing, fmt.Sprintf("namespace %q does not exist; the copy is made when it is created", ns))
+			p.problem(ns, in.Transform.Name(src), v1alpha1.ProblemNamespaceMissing, fmt.Sprintf("namespace %q does not exist; the copy is made when it is created", ns))
 		}
 	}
 	return p

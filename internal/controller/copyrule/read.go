@@ -6,13 +6,13 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 )
@@ -45,11 +45,11 @@ func list(ctx context.Context, c client.Reader, kind string, opts ...client.List
 func get(ctx context.Context, c client.Reader, kind string, ref Ref) (Object, bool, error) {
 	o := Object{}.ToAPI(kind)
 	err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, o)
-	if resource.IgnoreNotFound(err) != nil {
-		return Object{}, false, err
-	}
-	if err != nil {
+	switch {
+	case kerrors.IsNotFound(err):
 		return Object{}, false, nil
+	case err != nil:
+		return Object{}, false, err
 	}
 	switch t := o.(type) {
 	case *corev1.Secret:
@@ -60,10 +60,30 @@ func get(ctx context.Context, c client.Reader, kind string, ref Ref) (Object, bo
 	return Object{}, false, nil
 }
 
-// readSources returns the objects the rule selects in namespace ns, and the
+// readSources returns the objects the rule selects in each of namespaces
+// nss, and the ones it refuses to copy with why. Any failed read fails it
+// all: a source namespace that could not be read must never look empty, or
+// its copies would be pruned.
+func readSources(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, nss []string) ([]Object, map[Ref]string, error) {
+	var out []Object
+	refused := map[Ref]string{}
+	for _, ns := range nss {
+		objs, ref, err := readSourcesIn(ctx, c, p, ns)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, objs...)
+		for n, why := range ref {
+			refused[Ref{ns, n}] = why
+		}
+	}
+	return out, refused, nil
+}
+
+// readSourcesIn returns the objects the rule selects in namespace ns, and the
 // ones it refuses to copy with why. Copies made by any rule are never
 // sources: a namespace that is both a target and a source must not echo.
-func readSources(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, ns string) ([]Object, map[string]string, error) {
+func readSourcesIn(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, ns string) ([]Object, map[string]string, error) {
 	byName := map[string]Object{}
 	if p.Selector != nil {
 		s, err := metav1.LabelSelectorAsSelector(p.Selector)

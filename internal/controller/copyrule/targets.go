@@ -36,19 +36,25 @@ type Targets struct {
 }
 
 // SelectTargets picks the target namespaces of rule p, whose managed resource
-// lives in namespace own and copies from namespace source, among the cluster's
-// namespaces nss, within reach r. It never returns the source namespace, a
-// terminating namespace, or one labelled copy.clusterops.io/ignore=true.
-func SelectTargets(p v1alpha1.CopyRuleParameters, own, source string, nss []Namespace, r reach.Policy) (Targets, error) {
+// lives in namespace own, among the cluster's namespaces nss, within reach r.
+// It never returns a namespace of sources (the rule's source namespaces when
+// they are on the same cluster as the targets, none when they are on
+// another), a terminating namespace, or one labelled
+// copy.clusterops.io/ignore=true.
+func SelectTargets(p v1alpha1.CopyRuleParameters, own string, sources []string, nss []Namespace, r reach.Policy) (Targets, error) {
 	match, err := matcher(p)
 	if err != nil {
 		return Targets{}, err
+	}
+	isSource := make(map[string]bool, len(sources))
+	for _, s := range sources {
+		isSource[s] = true
 	}
 	t := Targets{Namespaces: []string{}, OutOfReach: map[string]string{}}
 	exists := make(map[string]bool, len(nss))
 	for _, ns := range nss {
 		exists[ns.Name] = true
-		if ns.Name == source || ns.Terminating || ns.Labels[LabelIgnore] == "true" || !match(ns) {
+		if isSource[ns.Name] || ns.Terminating || ns.Labels[LabelIgnore] == "true" || !match(ns) {
 			continue
 		}
 		if err := r.Check(own, ns.Name, ns.Labels); err != nil {
@@ -60,7 +66,7 @@ func SelectTargets(p v1alpha1.CopyRuleParameters, own, source string, nss []Name
 		t.Namespaces = append(t.Namespaces, ns.Name)
 	}
 	for _, n := range p.Namespaces {
-		if !exists[n] && n != source {
+		if !exists[n] && !isSource[n] {
 			t.Missing = append(t.Missing, n)
 		}
 	}

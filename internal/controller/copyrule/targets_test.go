@@ -92,7 +92,7 @@ func TestSelectTargets(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := SelectTargets(tc.p, "default", "default", cluster, tc.r)
+			got, err := SelectTargets(tc.p, "default", []string{"default"}, cluster, tc.r)
 			if (err != nil) != tc.err {
 				t.Fatalf("%s\nSelectTargets(...): error %v, want error %t", tc.reason, err, tc.err)
 			}
@@ -118,7 +118,7 @@ func FuzzSelectTargets(f *testing.F) {
 			{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{key: value}}},
 			{NamespaceSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: key, Operator: metav1.LabelSelectorOpIn, Values: []string{value}}}}},
 		} {
-			got, err := SelectTargets(p, "default", "default", cluster, everywhere)
+			got, err := SelectTargets(p, "default", []string{"default"}, cluster, everywhere)
 			if err != nil {
 				continue
 			}

@@ -33,16 +33,17 @@ const reasonStarted event.Reason = "StartedPod"
 // Setup adds the ImmortalContainer controller to mgr.
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ImmortalContainer]{
-		GroupKind: v1alpha1.ImmortalContainerGroupKind,
-		Kind:      resource.ManagedKind(v1alpha1.ImmortalContainerGroupVersionKind),
-		Object:    &v1alpha1.ImmortalContainer{},
-		List:      &v1alpha1.ImmortalContainerList{},
+		GroupVersionKind: resource.ManagedKind(v1alpha1.ImmortalContainerGroupVersionKind),
+		Object:           &v1alpha1.ImmortalContainer{},
+		List:             &v1alpha1.ImmortalContainerList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ImmortalContainer) managed.TypedExternalClient[*v1alpha1.ImmortalContainer] {
 			return &external{cluster: c, record: rec, now: time.Now}
 		},
-		// A pod that ends or goes away is replaced on the event, not at the next poll.
+		// A pod that ends or goes away is replaced on the event, not at the
+		// next poll; events that change nothing it acts on or reports are
+		// dropped (podEvents).
 		Watch: func(b *builder.Builder) *builder.Builder {
-			return b.Watches(&corev1.Pod{}, managedkind.EnqueueOwner(LabelOwner))
+			return b.Watches(&corev1.Pod{}, managedkind.EnqueueOwner(LabelOwner), builder.WithPredicates(podEvents()))
 		},
 		// A backed-off restart happens when it is due, not at the next poll.
 		PollHook: untilRestart(time.Now),
@@ -84,7 +85,7 @@ func (e *external) get(ctx context.Context, ic *v1alpha1.ImmortalContainer) (*co
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot get pod %q", PodName(ic))
 	}
-	switch ownership.Decide(ownership.Facts{Exists: true, Marked: ownedBy(pod, ic), Wanted: true, Deleting: meta.WasDeleted(ic)}) {
+	switch ownership.Decide(ownership.Facts{Exists: true, Marked: podMark.On(pod, ic), Wanted: true, Deleting: meta.WasDeleted(ic)}) {
 	case ownership.Mine:
 		return pod, nil
 	case ownership.InTheWay:
@@ -109,10 +110,10 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 		// The replacement exists: no restart is pending.
 		ic.Status.AtProvider.NextRestartTime = nil
 	}
-	// Status written in Create does not survive the reconciler's annotation
-	// update, so starts are recorded here, from the pods themselves: once per
-	// pod UID, so neither a repeated observation nor a restarted provider,
-	// which reads the UID back from status, counts a pod twice.
+	// Starts are counted here, from the pods themselves, not in Create
+	// (managedkind's package doc, "Write order"): once per pod UID, so neither
+	// a repeated observation nor a restarted provider, which reads the UID
+	// back from status, counts a pod twice.
 	if string(pod.GetUID()) != ic.Status.AtProvider.PodUID {
 		ic.Status.AtProvider.PodUID = string(pod.GetUID())
 		recordStart(&ic.Status.AtProvider, pod.GetCreationTimestamp())
@@ -124,9 +125,9 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true, ConnectionDetails: details}, nil
 	case ended(pod):
 		o := &ic.Status.AtProvider
-		// Report the pod as still there the first time its end is seen: status
-		// written on the way to Create does not survive the reconciler's
-		// annotation update, and the backoff depends on it.
+		// Report the pod as still there the first time its end is seen, so the
+		// end, which the backoff depends on, is in status before Create
+		// replaces the pod (managedkind's package doc, "Write order").
 		if recordEnd(o, pod, backoffOf(ic), e.now()) || e.now().Before(o.NextRestartTime.Time) {
 			msg := "pod ended: " + o.LastExitReason
 			if o.QuickEnds > 1 {

@@ -13,6 +13,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/ownership"
 )
 
 const (
@@ -61,7 +62,7 @@ func desiredPod(ic *v1alpha1.ImmortalContainer, ownerRef bool) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        PodName(ic),
 			Namespace:   ic.GetNamespace(),
-			Labels:      map[string]string{LabelOwner: ic.GetName(), "app.kubernetes.io/managed-by": "provider-clusterops"},
+			Labels:      map[string]string{podMark.Key: podMark.Value(ic), ownership.LabelManagedBy: ownership.ManagedBy},
 			Annotations: map[string]string{annotationSpecHash: specHash(p)},
 		},
 		Spec: corev1.PodSpec{
@@ -94,10 +95,8 @@ func running(pod *corev1.Pod) bool {
 	return false
 }
 
-// ownedBy reports whether the pod was made for this ImmortalContainer.
-func ownedBy(pod *corev1.Pod, ic *v1alpha1.ImmortalContainer) bool {
-	return pod.GetLabels()[LabelOwner] == ic.GetName()
-}
+// podMark marks a pod as made for the ImmortalContainer of its label's name.
+var podMark = ownership.ByName(LabelOwner)
 
 // recordStart counts a new pod, created at t, and appends t to the start
 // timestamps, keeping the newest maxStartTimestamps. The count is not bounded

@@ -192,7 +192,7 @@ func FuzzRestartDelay(f *testing.F) {
 			return
 		}
 		b := backoff(time.Duration(initial), time.Duration(maxDelay))
-		quickEnds = quickEnds % 100 // Bound the loop; doubling reaches max well within.
+		quickEnds %= 100 // Bound the loop; doubling reaches max well within.
 		prev := time.Duration(0)
 		for n := int32(0); n <= quickEnds; n++ {
 			d := restartDelay(n, b)

@@ -29,6 +29,8 @@ const conflictRetry = 50 * time.Millisecond
 //     requeues those through the controller's rate limiter, which backs off
 //     from a second to a minute: made for failures, not for a cache that is a
 //     few milliseconds behind. retryConflicts requeues them quickly instead.
+//   - reads a managed resource from the API server when the cache holds a
+//     version of it that the reconciler itself has written over (writtenOver).
 //   - reads Secrets from the API server. The only ones the reconciler reads
 //     are connection secrets, before it writes them; through the cache the
 //     first would start a watch of every Secret in the cluster, which the
@@ -36,6 +38,7 @@ const conflictRetry = 50 * time.Millisecond
 type noOpSkippingManager struct {
 	ctrl.Manager
 	conflicts *conflicts
+	written   *writtenOver
 }
 
 // SkipNoOpWrites returns mgr with a client that does not send updates or status
@@ -46,7 +49,7 @@ type noOpSkippingManager struct {
 func SkipNoOpWrites(mgr ctrl.Manager) ctrl.Manager { return noOpSkippingManager{Manager: mgr} }
 
 func (m noOpSkippingManager) GetClient() client.Client {
-	return noOpSkippingClient{Client: m.Manager.GetClient(), apiReader: m.Manager.GetAPIReader(), conflicts: m.conflicts}
+	return noOpSkippingClient{Client: m.Manager.GetClient(), apiReader: m.GetAPIReader(), conflicts: m.conflicts, written: m.written}
 }
 
 // conflicts are the managed resources whose writes met a conflict during
@@ -69,13 +72,21 @@ type noOpSkippingClient struct {
 	client.Client
 	apiReader client.Reader
 	conflicts *conflicts
+	written   *writtenOver
 }
 
 func (c noOpSkippingClient) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if _, ok := obj.(*corev1.Secret); ok {
 		return c.apiReader.Get(ctx, key, obj, opts...)
 	}
-	return c.Client.Get(ctx, key, obj, opts...)
+	err := c.Client.Get(ctx, key, obj, opts...)
+	switch {
+	case kerrors.IsNotFound(err):
+		c.written.forget(obj, key)
+	case err == nil && c.written.stale(obj):
+		return c.apiReader.Get(ctx, key, obj, opts...)
+	}
+	return err
 }
 
 // Update sends obj unless the cache holds it unchanged at the same
@@ -92,9 +103,11 @@ func (c noOpSkippingClient) Update(ctx context.Context, obj client.Object, opts 
 	if err != nil {
 		return err
 	}
+	base := obj.GetResourceVersion()
 	if err := c.conflicts.note(obj, c.Client.Update(ctx, obj, opts...)); err != nil {
 		return err
 	}
+	c.written.wrote(obj, base)
 	status, ok := pending["status"]
 	if !ok {
 		return nil
@@ -108,17 +121,23 @@ func (c noOpSkippingClient) Update(ctx context.Context, obj client.Object, opts 
 }
 
 func (c noOpSkippingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	return c.conflicts.note(obj, c.Client.Patch(ctx, obj, patch, opts...))
+	base := obj.GetResourceVersion()
+	err := c.conflicts.note(obj, c.Client.Patch(ctx, obj, patch, opts...))
+	if err == nil {
+		c.written.wrote(obj, base)
+	}
+	return err
 }
 
 func (c noOpSkippingClient) Status() client.SubResourceWriter {
-	return statusWriter{SubResourceWriter: c.Client.Status(), reader: c.Client, conflicts: c.conflicts}
+	return statusWriter{SubResourceWriter: c.Client.Status(), reader: c.Client, conflicts: c.conflicts, written: c.written}
 }
 
 type statusWriter struct {
 	client.SubResourceWriter
 	reader    client.Reader
 	conflicts *conflicts
+	written   *writtenOver
 }
 
 // Update sends obj's status unless the cache holds obj at the same
@@ -129,11 +148,21 @@ func (w statusWriter) Update(ctx context.Context, obj client.Object, opts ...cli
 	if len(opts) == 0 && unchanged(ctx, w.reader, obj, true) {
 		return nil
 	}
-	return w.conflicts.note(obj, w.SubResourceWriter.Update(ctx, obj, opts...))
+	base := obj.GetResourceVersion()
+	err := w.conflicts.note(obj, w.SubResourceWriter.Update(ctx, obj, opts...))
+	if err == nil {
+		w.written.wrote(obj, base)
+	}
+	return err
 }
 
 func (w statusWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	return w.conflicts.note(obj, w.SubResourceWriter.Patch(ctx, obj, patch, opts...))
+	base := obj.GetResourceVersion()
+	err := w.conflicts.note(obj, w.SubResourceWriter.Patch(ctx, obj, patch, opts...))
+	if err == nil {
+		w.written.wrote(obj, base)
+	}
+	return err
 }
 
 // unchanged reports whether the cache holds obj at its resourceVersion with
@@ -174,7 +203,7 @@ type retryConflicts struct {
 func (r retryConflicts) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	r.conflicts.take(req.NamespacedName)
 	res, err := r.Reconciler.Reconcile(ctx, req)
-	if r.conflicts.take(req.NamespacedName) && err == nil && res.Requeue && res.RequeueAfter == 0 { //nolint:staticcheck // The managed reconciler still returns Requeue.
+	if r.conflicts.take(req.NamespacedName) && err == nil && res.Requeue && res.RequeueAfter == 0 {
 		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return res, err

@@ -109,7 +109,7 @@ func TestSkipNoOpWrites(t *testing.T) {
 			write: func(ctx context.Context, c client.Client, o *corev1.ConfigMap) error {
 				o.ResourceVersion = "1"
 				if err := c.Update(ctx, o); !kerrors.IsConflict(err) {
-					return fmt.Errorf("want a conflict, got %v", err)
+					return fmt.Errorf("want a conflict, got %w", err)
 				}
 				return nil
 			},

@@ -1,6 +1,7 @@
 package managedkind
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -29,9 +30,9 @@ func TestJittered(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Jittered(tc.hook, tc.jitter, func() float64 { return tc.random })(nil, poll)
+			got := jittered(tc.hook, tc.jitter, func() float64 { return tc.random })(nil, poll)
 			if got != tc.want {
-				t.Errorf("%s\nJittered(...)(poll=%s) = %s, want %s", tc.reason, poll, got, tc.want)
+				t.Errorf("%s\njittered(...)(poll=%s) = %s, want %s", tc.reason, poll, got, tc.want)
 			}
 		})
 	}
@@ -43,14 +44,14 @@ func FuzzJittered(f *testing.F) {
 	f.Add(0.1, 0.3, int64(time.Minute))
 	f.Add(2.0, 0.0, int64(time.Hour))
 	f.Fuzz(func(t *testing.T, jitter, random float64, poll int64) {
-		if poll <= 0 || poll > int64(24*time.Hour) || random < 0 || random >= 1 || jitter != jitter { //nolint:gocritic // NaN check.
+		if poll <= 0 || poll > int64(24*time.Hour) || random < 0 || random >= 1 || math.IsNaN(jitter) {
 			return
 		}
 		p := time.Duration(poll)
-		got := Jittered(nil, jitter, func() float64 { return random })(nil, p)
+		got := jittered(nil, jitter, func() float64 { return random })(nil, p)
 		spread := time.Duration(min(max(jitter, 0), 1)*float64(p)) + 1
 		if got < 0 || got < p-spread || got > p+spread {
-			t.Errorf("Jittered(jitter=%v, random=%v)(poll=%s) = %s: outside ±%s", jitter, random, p, got, spread)
+			t.Errorf("jittered(jitter=%v, random=%v)(poll=%s) = %s: outside ±%s", jitter, random, p, got, spread)
 		}
 	})
 }

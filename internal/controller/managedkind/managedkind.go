@@ -1,5 +1,3 @@
-// Package managedkind holds what the controllers of every managed resource kind
-// share: the reconciler options and the controller wiring.
 package managedkind
 
 import (
@@ -9,6 +7,7 @@ import (
 	"time"
 
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -34,9 +33,9 @@ import (
 
 // A Kind describes one managed resource kind to Setup.
 type Kind[T resource.ModernManaged] struct {
-	// GroupKind and Kind of the managed resource, e.g. from its register.go.
-	GroupKind string
-	Kind      resource.ManagedKind
+	// GroupVersionKind of the managed resource, e.g. from its register.go.
+	// Its group and kind name the controller.
+	GroupVersionKind resource.ManagedKind
 	// Object and List are empty instances of the managed resource and its list.
 	Object T
 	List   resource.ManagedList
@@ -68,10 +67,10 @@ type Options struct {
 	PollJitter float64
 }
 
-// Jittered returns the poll interval hook of a kind: hook's interval, which
+// jittered returns the poll interval hook of a kind: hook's interval, which
 // when it is the poll interval itself becomes a random one within ±jitter of
 // it. Intervals hook brings forward are due times and are kept.
-func Jittered(hook managed.PollIntervalHook, jitter float64, random func() float64) managed.PollIntervalHook {
+func jittered(hook managed.PollIntervalHook, jitter float64, random func() float64) managed.PollIntervalHook {
 	return func(mg resource.Managed, poll time.Duration) time.Duration {
 		d := poll
 		if hook != nil {
@@ -86,14 +85,15 @@ func Jittered(hook managed.PollIntervalHook, jitter float64, random func() float
 
 // Setup adds the controller of kind k to mgr.
 func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Resolver, k Kind[T]) error {
-	name := managed.ControllerName(k.GroupKind)
+	gk := schema.GroupKind{Group: k.GroupVersionKind.Group, Kind: k.GroupVersionKind.Kind}.String()
+	name := managed.ControllerName(gk)
 	rec := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[T](&target.Connector[T]{Resolver: r, Recorder: rec, NewClient: k.NewClient}),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(rec),
 		managed.WithPollInterval(o.PollInterval),
-		managed.WithPollIntervalHook(Jittered(k.PollHook, o.PollJitter, rand.Float64)),
+		managed.WithPollIntervalHook(jittered(k.PollHook, o.PollJitter, rand.Float64)),
 		// Observe reads the API server directly, which is consistent: an object
 		// missing right after Create really is missing, so there is no reason to
 		// wait out the grace period meant for eventually consistent cloud APIs.
@@ -117,18 +117,18 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		if o.MetricOptions.MRStateMetrics != nil {
 			sr := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, o.MetricOptions.MRStateMetrics, k.List, o.MetricOptions.PollStateMetricInterval)
 			if err := mgr.Add(sr); err != nil {
-				return errors.Wrapf(err, "cannot add state metrics of %s", k.GroupKind)
+				return errors.Wrapf(err, "cannot add state metrics of %s", gk)
 			}
 		}
 	}
 	cf := &conflicts{}
-	mr := managed.NewReconciler(noOpSkippingManager{Manager: mgr, conflicts: cf}, k.Kind, append(opts, k.Options...)...)
+	mr := managed.NewReconciler(noOpSkippingManager{Manager: mgr, conflicts: cf, written: newWrittenOver(k.Object)}, k.GroupVersionKind, append(opts, k.Options...)...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
 		// The filter applies to the managed resource only: events of the
 		// watched objects (a pod's status, say) must get through.
-		For(client.Object(k.Object), builder.WithPredicates(DesiredStateChanged())).
+		For(client.Object(k.Object), builder.WithPredicates(desiredStateChanged())).
 		// An edit of an existing managed resource's spec is a change someone
 		// waits for: it ranks with the changes of what the resource made or
 		// references, above a backlog of new resources. The priority queue
@@ -145,15 +145,25 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 	var rr reconcile.Reconciler = retryConflicts{Reconciler: errors.WithSilentRequeueOnConflict(mr), conflicts: cf}
 	if k.WatchSet != nil {
 		if err := mgr.Add(k.WatchSet); err != nil {
-			return errors.Wrapf(err, "cannot add the watches of %s", k.GroupKind)
+			return errors.Wrapf(err, "cannot add the watches of %s", gk)
 		}
 		b = b.WatchesRawSource(k.WatchSet.Source())
 		rr = &forgetGone{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, watches: k.WatchSet}
 	}
-	return errors.Wrapf(b.Complete(urgency.Limited(name, rr, o.GlobalRateLimiter)), "cannot set up %s controller", k.GroupKind)
+	return errors.Wrapf(b.Complete(urgency.Limited(name, rr, o.GlobalRateLimiter, convergedIn(mgr.GetClient(), k.Object))), "cannot set up %s controller", gk)
 }
 
-// DesiredStateChanged is crossplane-runtime's resource.DesiredStateChanged
+// convergedIn says whether the managed resource of a request is converged
+// (urgency.Converged) as the manager's cache holds it; one it cannot read is
+// not.
+func convergedIn[T resource.ModernManaged](c client.Reader, object T) func(context.Context, reconcile.Request) bool {
+	return func(ctx context.Context, req reconcile.Request) bool {
+		mg, ok := object.DeepCopyObject().(T)
+		return ok && c.Get(ctx, req.NamespacedName, mg) == nil && urgency.Converged(mg)
+	}
+}
+
+// desiredStateChanged is crossplane-runtime's resource.DesiredStateChanged
 // that also ignores the external-create-succeeded annotation. The managed
 // reconciler writes it at the end of a create and asks for the next reconcile
 // itself (Requeue), as it does after the pending and failed annotations that
@@ -161,7 +171,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 // create's status is still on its way to the cache: the reconcile it started
 // read the managed resource without that status and met a conflict writing
 // its own, two reconciles more for every new managed resource.
-func DesiredStateChanged() predicate.Predicate {
+func desiredStateChanged() predicate.Predicate {
 	return predicate.Or(
 		predicate.Funcs{
 			UpdateFunc: func(e ctrlevent.UpdateEvent) bool {

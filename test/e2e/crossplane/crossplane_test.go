@@ -102,7 +102,7 @@ func testInstall(t *testing.T) {
 	})
 
 	configuration := s.pkgs["configuration-"+configurationV1]
-	cmd := exec.Command(s.crank, "xpkg", "install", "configuration", configuration.source) //nolint:gosec // The suite's own tool.
+	cmd := exec.Command(s.crank, "xpkg", "install", "configuration", configuration.source)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("crossplane xpkg install configuration %s: %v\n%s", configuration.source, err, out)

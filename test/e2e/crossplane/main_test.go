@@ -157,7 +157,7 @@ func toolDir(root, env, tool string) (string, error) {
 	if d := os.Getenv(env); d != "" {
 		return d, nil
 	}
-	out, err := exec.Command(filepath.Join(root, "cluster", "local", "build-tools.sh"), tool+"-dir").Output() //nolint:gosec // The repo's own script.
+	out, err := exec.Command(filepath.Join(root, "cluster", "local", "build-tools.sh"), tool+"-dir").Output()
 	if err != nil {
 		return "", fmt.Errorf("cannot locate %s: %w", tool, err)
 	}

@@ -87,7 +87,7 @@ func serveRegistry(rl *registryLog) (string, error) {
 		}
 		reg.ServeHTTP(w, r)
 	})
-	go func() { _ = http.Serve(l, h) }() //nolint:gosec // Loopback test registry.
+	go func() { _ = http.Serve(l, h) }()
 	return l.Addr().String(), nil
 }
 
@@ -201,7 +201,7 @@ func push(p *pkg) error {
 func run(dir, bin string, args ...string) error { return runEnv(dir, nil, bin, args...) }
 
 func runEnv(dir string, env []string, bin string, args ...string) error {
-	cmd := exec.Command(bin, args...) //nolint:gosec // The suite's own build steps.
+	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {

@@ -26,7 +26,7 @@ func start(logs, name, bin string, args []string, env ...string) (*process, erro
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...) //nolint:gosec // Binaries the suite built.
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), env...)
 	// Its own process group, so a stop reaches nothing else and a Ctrl-C of the suite does not

@@ -24,7 +24,7 @@ type traceNode struct {
 // would, and returns the tree.
 func trace(t *testing.T, resource, ns string) *traceNode {
 	t.Helper()
-	cmd := exec.Command(s.crank, "beta", "trace", resource, "-n", ns, "-o", "json") //nolint:gosec // The suite's own tool.
+	cmd := exec.Command(s.crank, "beta", "trace", resource, "-n", ns, "-o", "json")
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
 	out, err := cmd.Output()
 	if err != nil {

@@ -59,7 +59,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	defer os.RemoveAll(dir) //nolint:errcheck // Best effort at exit.
+	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "changelogs.sock")
 	lis, err := net.Listen("unix", sock)
 	if err != nil {
@@ -334,7 +334,7 @@ func TestChangeLogs(t *testing.T) {
 	t.Run("NothingMore", func(t *testing.T) {
 		// No entry came after the last one each kind waited for.
 		expected.Range(func(ns, want any) bool {
-			if diff := cmp.Diff(want, ops(ns.(string))); diff != "" { //nolint:forcetypeassert // Stored as string.
+			if diff := cmp.Diff(want, ops(ns.(string))); diff != "" {
 				t.Errorf("change-log entries in namespace %s: -want, +got:\n%s", ns, diff)
 			}
 			return true

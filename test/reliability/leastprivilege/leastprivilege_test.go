@@ -8,6 +8,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -195,7 +196,7 @@ func copyRule(t *testing.T) {
 	present(t, secCopy, false, "the Secret copy to be pruned")
 }
 
-// configRollout rolls a Deployment, a StatefulSet and a DaemonSet, and
+// configRollout rolls a Deployment, a StatefulSet, a DaemonSet and a CronJob, and
 // releases them when it goes.
 func configRollout(t *testing.T) {
 	ns := namespace(t, "lp-rollout")
@@ -211,6 +212,7 @@ func configRollout(t *testing.T) {
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}, Spec: appsv1.DeploymentSpec{Selector: sel, Template: tmpl}},
 		&appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db"}, Spec: appsv1.StatefulSetSpec{Selector: sel, Template: tmpl}},
 		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: tmpl}},
+		&batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}, Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: jobTemplate(tmpl)}}}},
 	}
 	create(t, workloads...)
 	cr := &workloadv1alpha1.ConfigRollout{
@@ -221,6 +223,7 @@ func configRollout(t *testing.T) {
 				{Kind: configrollout.KindDeployment, Name: "web"},
 				{Kind: configrollout.KindStatefulSet, Name: "db"},
 				{Kind: configrollout.KindDaemonSet, Name: "agent"},
+				{Kind: configrollout.KindCronJob, Name: "nightly"},
 			},
 		}},
 	}
@@ -268,8 +271,17 @@ func templateOf(o client.Object) corev1.PodTemplateSpec {
 		return w.Spec.Template
 	case *appsv1.DaemonSet:
 		return w.Spec.Template
+	case *batchv1.CronJob:
+		return w.Spec.JobTemplate.Spec.Template
 	}
 	return corev1.PodTemplateSpec{}
+}
+
+// jobTemplate is tmpl as a Job's pod template, which must not restart always.
+func jobTemplate(tmpl corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+	t := *tmpl.DeepCopy()
+	t.Spec.RestartPolicy = corev1.RestartPolicyOnFailure
+	return t
 }
 
 // appBundle creates its claim, Deployment and Service, deletes the Service

@@ -58,7 +58,7 @@ func TestProviderAPIRules(t *testing.T) {
 		}, Verbs: up},
 		{APIGroups: []string{"clusterops.io"}, Resources: []string{"providerconfigs", "clusterproviderconfigs"}, Verbs: mr},
 		{APIGroups: []string{"clusterops.io"}, Resources: []string{"providerconfigs/status", "clusterproviderconfigs/status"}, Verbs: up},
-		{APIGroups: []string{"clusterops.io"}, Resources: []string{"providerconfigusages"}, Verbs: []string{"get", "list", "watch", "create", "update"}},
+		{APIGroups: []string{"clusterops.io"}, Resources: []string{"providerconfigusages"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
 		{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: read},
 	}
 	if diff := cmp.Diff(want, roles[0].Rules); diff != "" {

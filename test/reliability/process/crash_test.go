@@ -107,7 +107,7 @@ func (s copySet) exactly(want map[string]bool, src *corev1.ConfigMap) string {
 func TestCopyRuleSurvivesKills(t *testing.T) {
 	c := startCluster(t, false)
 	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)) //nolint:gosec // Random kill points, not cryptography.
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 
 	// 1,000 target namespaces; every fifth stays a target after the prune.
 	targets, kept := map[string]bool{}, map[string]bool{}
@@ -244,7 +244,7 @@ func (c *cluster) settled(t *testing.T, uid string, want map[string]bool, src *c
 		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: sourceNS, Name: "fanout"}, rule); err != nil {
 			return false, err
 		}
-		if o := rule.Status.AtProvider; o.CopiesInSync != int32(len(want)) { //nolint:gosec // At most 1,000.
+		if o := rule.Status.AtProvider; o.CopiesInSync != int32(len(want)) {
 			return false, errors.Errorf("status says %d copies in sync, %d skipped, problems %d+%d", o.CopiesInSync, o.Skipped, len(o.Problems), o.MoreProblems)
 		}
 		return true, nil

@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-		defer os.RemoveAll(dir) //nolint:errcheck // Best effort at exit.
+		defer os.RemoveAll(dir)
 		if providerBin, err = testenv.BuildProvider(dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -140,7 +140,7 @@ func (p *provider) metric(ctx context.Context, prefix string) (float64, bool, er
 	if err != nil {
 		return 0, false, err
 	}
-	defer res.Body.Close() //nolint:errcheck // Read only.
+	defer res.Body.Close()
 	s := bufio.NewScanner(res.Body)
 	s.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for s.Scan() {

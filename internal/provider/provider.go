@@ -1,0 +1,351 @@
+// Package provider builds provider-clusterops: its controller manager, with
+// the cache, metrics and safe-start it runs with, and the controllers of every
+// kind. cmd/provider and the test harness (internal/testenv) both build it
+// here, so that what tests exercise is what production runs.
+package provider
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/transport"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/gate"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
+
+	"github.com/clusterops/provider-clusterops/apis"
+	"github.com/clusterops/provider-clusterops/internal/apimetrics"
+	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
+	"github.com/clusterops/provider-clusterops/internal/controller/appbundle"
+	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
+	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/target"
+)
+
+// LeaderElectionID names the lease the replicas of the provider elect a
+// leader with, in its namespace.
+const LeaderElectionID = "provider-clusterops"
+
+// Options say how to build the provider. cmd/provider fills them from its
+// flags; tests vary what they must (a rate, addresses "0", a logger, request
+// logging). A zero duration takes controller-runtime's default; an empty
+// address, like "0", disables its endpoint.
+type Options struct {
+	// Config is the API server of the managed resources, and of the objects
+	// that InjectedIdentity configs act on. New does not change it.
+	Config *rest.Config
+
+	// Logger receives the controllers' logs; nil discards them.
+	// controller-runtime's own logger is its global one (ctrl.SetLogger).
+	Logger logging.Logger
+
+	// Namespace is the provider's own namespace: the leader election lease's,
+	// and never reachable by managed resources.
+	Namespace string
+
+	// MaxReconcileRate bounds reconciles per second across all controllers;
+	// API clients get 5x this in requests per second, with twice that burst.
+	MaxReconcileRate int
+
+	// Poll is the safety-net interval at which each managed resource is
+	// checked; PollJitter spreads it by up to this fraction either way.
+	Poll       time.Duration
+	PollJitter float64
+
+	// Sync is the interval at which the informer caches are resynced.
+	Sync time.Duration
+
+	// ManagementPolicies honours spec.managementPolicies.
+	ManagementPolicies bool
+
+	// SafeStart starts each kind's controller only once its CRDs are
+	// established (Crossplane safe-start); otherwise all start at once and
+	// the CRDs must be installed already.
+	SafeStart bool
+
+	// MetricsAddr, HealthAddr and PprofAddr are where the metrics, the
+	// /healthz and /readyz, and the profiler endpoints listen.
+	MetricsAddr, HealthAddr, PprofAddr string
+
+	// LeaderElection elects a leader so that only one replica reconciles.
+	LeaderElection                            bool
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+
+	// ChangeLogSocket, when set, is the unix socket of the change-log gRPC
+	// service every create, update and delete is sent to, naming
+	// ChangeLogProvider as the provider.
+	ChangeLogSocket, ChangeLogProvider string
+
+	// WrapManager and WrapTargets, when set, wrap the transport of the
+	// manager's clients and of the clients InjectedIdentity configs act
+	// with, such as to record their requests.
+	WrapManager, WrapTargets transport.WrapperFunc
+
+	// MetricsRegistry is where the provider's metrics are registered; nil is
+	// controller-runtime's registry, which its metrics endpoint serves.
+	MetricsRegistry prometheus.Registerer
+
+	// SkipNameValidation lets controllers share names with those of another
+	// provider in the same process: only tests build several.
+	SkipNameValidation bool
+}
+
+// A Provider is a controller manager with every kind's controller on it (or,
+// with safe-start, registered to be added once its CRDs are established).
+type Provider struct {
+	Manager  ctrl.Manager
+	Resolver *target.Resolver
+
+	setUp     chan struct{}
+	closeConn func() error
+}
+
+// Scheme returns a scheme with the Kubernetes types, CustomResourceDefinitions
+// (which safe-start watches) and the provider's types.
+func Scheme() (*kruntime.Scheme, error) {
+	s := kruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, errors.Wrap(err, "cannot add Kubernetes APIs to scheme")
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return nil, errors.Wrap(err, "cannot add CRD API to scheme")
+	}
+	return s, errors.Wrap(apis.AddToScheme(s), "cannot add APIs to scheme")
+}
+
+// New builds the provider o describes. Start runs it.
+func New(o Options) (*Provider, error) { //nolint:gocyclo // A list of steps.
+	if o.Config == nil {
+		return nil, errors.New("the provider needs an API server config")
+	}
+	if o.MaxReconcileRate <= 0 {
+		return nil, errors.New("the provider needs a positive reconcile rate")
+	}
+	log := o.Logger
+	if log == nil {
+		log = logging.NewNopLogger()
+	}
+	reg := o.MetricsRegistry
+	if reg == nil {
+		reg = metrics.Registry
+	}
+	s, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+
+	// Every client made from cfg, the remote clusters' aside, counts its
+	// requests by verb and resource.
+	cfg := rest.CopyConfig(o.Config)
+	apimetrics.Instrument(cfg)
+	if err := apimetrics.Register(reg); err != nil {
+		return nil, err
+	}
+	local := rest.CopyConfig(cfg)
+	if o.WrapTargets != nil {
+		local.Wrap(o.WrapTargets)
+	}
+	limited := ratelimiter.LimitRESTConfig(cfg, o.MaxReconcileRate)
+	if o.WrapManager != nil {
+		limited.Wrap(o.WrapManager)
+	}
+
+	co, err := cacheOptions(o.Sync)
+	if err != nil {
+		return nil, err
+	}
+	mo := ctrl.Options{
+		Scheme:                     s,
+		Cache:                      co,
+		Metrics:                    metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:     o.HealthAddr,
+		PprofBindAddress:           o.PprofAddr,
+		LeaderElection:             o.LeaderElection,
+		LeaderElectionID:           LeaderElectionID,
+		LeaderElectionNamespace:    o.Namespace,
+		LeaderElectionResourceLock: resourcelock.LeasesResourceLock,
+		LeaseDuration:              positive(o.LeaseDuration),
+		RenewDeadline:              positive(o.RenewDeadline),
+		RetryPeriod:                positive(o.RetryPeriod),
+	}
+	if o.SkipNameValidation {
+		mo.Controller.SkipNameValidation = &o.SkipNameValidation
+	}
+	if mo.Metrics.BindAddress == "" {
+		mo.Metrics.BindAddress = "0"
+	}
+	mgr, err := ctrl.NewManager(limited, mo)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create controller manager")
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, errors.Wrap(err, "cannot add health check")
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, errors.Wrap(err, "cannot add ready check")
+	}
+
+	mrMetrics, err := register(reg, managed.NewMRMetricRecorder())
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot register managed resource metrics")
+	}
+	stateMetrics, err := register(reg, statemetrics.NewMRStateMetrics())
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot register managed resource state metrics")
+	}
+	ko := managedkind.Options{
+		Options: controller.Options{
+			Logger:                  log,
+			MaxConcurrentReconciles: o.MaxReconcileRate,
+			PollInterval:            o.Poll,
+			GlobalRateLimiter:       ratelimiter.NewGlobal(o.MaxReconcileRate),
+			Features:                &feature.Flags{},
+			MetricOptions: &controller.MetricOptions{
+				PollStateMetricInterval: 5 * time.Second,
+				MRMetrics:               mrMetrics,
+				MRStateMetrics:          stateMetrics,
+			},
+		},
+		PollJitter: o.PollJitter,
+	}
+	if o.ManagementPolicies {
+		ko.Features.Enable(feature.EnableBetaManagementPolicies)
+	}
+	p := &Provider{setUp: make(chan struct{}), closeConn: func() error { return nil }}
+	if o.ChangeLogSocket != "" {
+		clo, closeConn, err := managedkind.ChangeLogs(o.ChangeLogSocket, o.ChangeLogProvider)
+		if err != nil {
+			return nil, err
+		}
+		ko.Features.Enable(feature.EnableAlphaChangeLogs)
+		ko.ChangeLogOptions = clo
+		p.closeConn = closeConn
+	}
+
+	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), local, s,
+		target.WithProviderNamespace(o.Namespace), target.WithClientRate(limited.QPS, limited.Burst))
+	p.Manager, p.Resolver = mgr, r
+	if !o.SafeStart {
+		if err := clusterops.Setup(mgr, ko, r); err != nil {
+			_ = p.closeConn()
+			return nil, err
+		}
+		close(p.setUp)
+		return p, nil
+	}
+	ko.Gate = new(gate.Gate[schema.GroupVersionKind])
+	if err := customresourcesgate.Setup(mgr, ko.Options); err != nil {
+		_ = p.closeConn()
+		return nil, errors.Wrap(err, "cannot set up safe-start gate")
+	}
+	if err := clusterops.SetupGated(mgr, ko, r, func() { close(p.setUp) }); err != nil {
+		_ = p.closeConn()
+		return nil, err
+	}
+	return p, nil
+}
+
+// Start runs the provider until ctx ends.
+func (p *Provider) Start(ctx context.Context) error {
+	defer p.closeConn() //nolint:errcheck // Nothing to do about it on the way out.
+	return errors.Wrap(p.Manager.Start(ctx), "cannot run controller manager")
+}
+
+// SetUp is closed once every kind's controller has been added to the
+// manager: at once without safe-start, once the kinds' CRDs are established
+// with it. A controller added to a running manager starts at once.
+func (p *Provider) SetUp() <-chan struct{} { return p.setUp }
+
+// cacheOptions scope the manager's cache to what the provider acts on.
+func cacheOptions(sync time.Duration) (cache.Options, error) {
+	ownedPods, err := ownedBy(immortalcontainer.LabelOwner)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	ownedByBundle, err := ownedBy(appbundle.LabelOwner)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	return cache.Options{
+		SyncPeriod:       positive(sync),
+		DefaultTransform: cache.TransformStripManagedFields(),
+		// Only objects the provider made are cached and watched, not every pod,
+		// claim or Service in the cluster; workloads are watched as metadata
+		// only (ConfigRollout). ConfigMaps and Secrets are never cached here:
+		// kinds watch the ones they reference through internal/watchset.
+		// Kinds read what they act on from the API server, so objects outside
+		// the cache are seen. AppBundles watch their Deployments, claims and
+		// Services in a label-scoped cache of their own (appbundle.CacheOptions),
+		// as Deployments may not be scoped here: these options are keyed by
+		// kind, and a label scope for Deployments would hide unlabelled ones
+		// from ConfigRollout's metadata watch. The claim and Service entries
+		// keep any read of those through the manager's client scoped.
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:                   {Label: ownedPods},
+			&corev1.PersistentVolumeClaim{}: {Label: ownedByBundle},
+			&corev1.Service{}:               {Label: ownedByBundle},
+			// Safe-start reads only a CRD's names, versions and conditions;
+			// the schemas are most of its size.
+			&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
+		},
+	}, nil
+}
+
+// ownedBy selects objects that carry the label key.
+func ownedBy(key string) (labels.Selector, error) {
+	r, err := labels.NewRequirement(key, selection.Exists, nil)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot select objects labelled %s", key)
+	}
+	return labels.NewSelector().Add(*r), nil
+}
+
+// register registers c with reg, or returns the collector of the same
+// metrics already registered there: a test process builds several providers,
+// and controller-runtime's registry is global.
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
+	var none C
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	are := prometheus.AlreadyRegisteredError{}
+	if !errors.As(err, &are) {
+		return none, err
+	}
+	existing, ok := are.ExistingCollector.(C)
+	if !ok {
+		return none, errors.Errorf("another collector, of type %T, holds the metrics", are.ExistingCollector)
+	}
+	return existing, nil
+}
+
+func positive(d time.Duration) *time.Duration {
+	if d <= 0 {
+		return nil
+	}
+	return &d
+}

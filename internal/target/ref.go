@@ -1,0 +1,96 @@
+package target
+
+import (
+	"context"
+
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+)
+
+// withRef is a managed resource seen through another of the configs it
+// names, so that config resolution reads ref instead of
+// spec.providerConfigRef.
+type withRef struct {
+	resource.ModernManaged
+	ref *xpv2.ProviderConfigReference
+}
+
+func (w withRef) GetProviderConfigReference() *xpv2.ProviderConfigReference { return w.ref }
+
+// ResolveRef returns the cluster that config ref, named by mg in a field other
+// than spec.providerConfigRef (such as a CopyRule's source side), describes,
+// with the reach that config grants mg. It tracks that mg uses the config in
+// a ProviderConfigUsage of its own, named after mg's UID and role, so that
+// the config cannot be deleted while mg names it either.
+func (r *Resolver) ResolveRef(ctx context.Context, mg resource.ModernManaged, ref xpv2.ProviderConfigReference, role string) (*Cluster, error) {
+	if err := r.trackRef(ctx, mg, ref, role); err != nil {
+		return nil, err
+	}
+	rc, err := r.config(ctx, withRef{ModernManaged: mg, ref: &ref})
+	if err != nil {
+		return nil, err
+	}
+	return r.cluster(ctx, rc)
+}
+
+// ReleaseRef deletes the usage ResolveRef tracked for role, once mg no longer
+// names a config there. It reads the usage from the cache first, so a
+// resource that never named one costs no request.
+func (r *Resolver) ReleaseRef(ctx context.Context, mg resource.ModernManaged, role string) error {
+	u := &v1alpha1.ProviderConfigUsage{}
+	err := r.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: refUsageName(mg, role)}, u)
+	switch {
+	case kerrors.IsNotFound(err):
+		// Never named a config there, or released it already.
+		return nil
+	case err != nil:
+		return errors.Wrap(err, "cannot get ProviderConfigUsage")
+	case !metav1.IsControlledBy(u, mg):
+		// Not this resource's usage: never delete it.
+		return nil
+	}
+	return errors.Wrap(resource.IgnoreNotFound(r.kube.Delete(ctx, u)), "cannot delete ProviderConfigUsage")
+}
+
+func refUsageName(mg resource.ModernManaged, role string) string {
+	return string(mg.GetUID()) + "-" + role
+}
+
+// trackRef is crossplane-runtime's ProviderConfigUsageTracker for a config
+// named outside spec.providerConfigRef: that tracker names its usage after
+// the managed resource's UID alone, which the main config's usage holds.
+func (r *Resolver) trackRef(ctx context.Context, mg resource.ModernManaged, ref xpv2.ProviderConfigReference, role string) error {
+	gvk := mg.GetObjectKind().GroupVersionKind()
+	if gvk.Empty() {
+		var err error
+		if gvk, err = apiutil.GVKForObject(mg, r.scheme); err != nil {
+			return errors.Wrap(err, "cannot determine the managed resource's kind")
+		}
+	}
+	u := &v1alpha1.ProviderConfigUsage{}
+	u.SetName(refUsageName(mg, role))
+	u.SetNamespace(mg.GetNamespace())
+	u.SetLabels(map[string]string{xpv2.LabelKeyProviderName: ref.Name, xpv2.LabelKeyProviderKind: ref.Kind})
+	u.SetOwnerReferences([]metav1.OwnerReference{meta.AsController(meta.TypedReferenceTo(mg, gvk))})
+	u.SetProviderConfigReference(xpv2.ProviderConfigReference{Name: ref.Name, Kind: ref.Kind})
+	u.SetResourceReference(xpv2.TypedReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: mg.GetName()})
+	err := resource.NewAPIUpdatingApplicator(r.kube).Apply(ctx, u,
+		resource.MustBeControllableBy(mg.GetUID()),
+		resource.AllowUpdateIf(func(current, _ runtime.Object) bool {
+			c, ok := current.(*v1alpha1.ProviderConfigUsage)
+			return ok && (c.GetProviderConfigReference() != u.GetProviderConfigReference() || c.GetLabels()[xpv2.LabelKeyProviderName] != ref.Name)
+		}),
+	)
+	return errors.Wrap(resource.Ignore(resource.IsNotAllowed, err), "cannot track ProviderConfig usage")
+}

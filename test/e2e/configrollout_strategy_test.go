@@ -1,0 +1,236 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+const configHash = "workload.clusterops.io/config-hash"
+
+// staggerFleet creates n Deployments named <prefix>1..n that read ConfigMap
+// conf, waits until they are available, and returns their references in
+// order.
+func staggerFleet(t *testing.T, c client.Client, ns, prefix string, n int, broken map[int]bool) []workloadv1alpha1.WorkloadRef {
+	t.Helper()
+	var refs []workloadv1alpha1.WorkloadRef
+	for i := 1; i <= n; i++ {
+		d := fakeDeployment(ns, fmt.Sprintf("%s%d", prefix, i), 1, nil)
+		d.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}}
+		createAll(t, c, d)
+		available(t, c, d)
+		if broken[i] {
+			// From its next rollout on, no node takes its pods: the old pod
+			// keeps running, the new one stays Pending, so the Deployment
+			// never becomes available again.
+			if err := c.Patch(context.Background(), d, client.RawPatch(types.StrategicMergePatchType, []byte(`{"spec":{"template":{"spec":{"nodeSelector":{"clusterops.io/no-such-node":"true"}}}}}`))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		refs = append(refs, workloadv1alpha1.WorkloadRef{Kind: "Deployment", Name: d.Name})
+	}
+	return refs
+}
+
+// rolloutWatch lists the namespace's Deployments every 100ms (one list is one
+// consistent snapshot) and records, for the ConfigRollout's current hash, the
+// most Deployments ever rolled and not available at once, and the order in
+// which they first carried it.
+type rolloutWatch struct {
+	mu          sync.Mutex
+	maxInFlight int
+	order       []string
+	seen        map[string]bool
+	stop        context.CancelFunc
+	done        chan struct{}
+}
+
+func watchRollout(c client.Client, ns string, cr *workloadv1alpha1.ConfigRollout) *rolloutWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &rolloutWatch{seen: map[string]bool{}, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			r := &workloadv1alpha1.ConfigRollout{}
+			if err := c.Get(ctx, client.ObjectKeyFromObject(cr), r); err != nil || r.Status.AtProvider.Hash == "" {
+				return false, nil
+			}
+			l := &appsv1.DeploymentList{}
+			if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return false, nil
+			}
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			n := 0
+			for i := range l.Items {
+				d := &l.Items[i]
+				if d.Spec.Template.Annotations[configHash] != r.Status.AtProvider.Hash {
+					continue
+				}
+				if !w.seen[d.Name] {
+					w.seen[d.Name] = true
+					w.order = append(w.order, d.Name)
+				}
+				if !configrollout.Settled(d) {
+					n++
+				}
+			}
+			w.maxInFlight = max(w.maxInFlight, n)
+			return false, nil
+		})
+	}()
+	return w
+}
+
+func (w *rolloutWatch) halt() (int, []string) {
+	w.stop()
+	<-w.done
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.maxInFlight, w.order
+}
+
+// progressIs waits until the ConfigRollout's progress is in phase with the
+// given counts.
+func progressIs(t *testing.T, c client.Client, cr *workloadv1alpha1.ConfigRollout, timeout time.Duration, phase string, rolled, pending int64) {
+	t.Helper()
+	testenv.Eventually(t, timeout, fmt.Sprintf("phase %s with %d rolled and %d pending", phase, rolled, pending), func(ctx context.Context) (bool, error) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr)
+		p := cr.Status.AtProvider.Progress
+		return p != nil && p.Phase == phase && p.Rolled == rolled && p.Pending == pending, err
+	})
+}
+
+// TestConfigRolloutStaggeredOnLocalControlPlane: six Deployments, two at a
+// time, each wave only once the Deployment controller reports the previous
+// one available on kwok's nodes; all roll, in order, never more than two at
+// once.
+func TestConfigRolloutStaggeredOnLocalControlPlane(t *testing.T) {
+	env := provider(t)
+	ns := env.Namespace(t, "e2e-stagger", nil)
+	createAll(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v1"}})
+	refs := staggerFleet(t, env.Client, ns, "web", 6, nil)
+	cr := &workloadv1alpha1.ConfigRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "waves", Namespace: ns},
+		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},
+			Workloads:  refs,
+			Strategy:   &workloadv1alpha1.RolloutStrategy{MaxConcurrent: 2, ProgressDeadline: &metav1.Duration{Duration: 2 * time.Minute}},
+		}},
+	}
+	// For each of the first stamp and a change of the ConfigMap.
+	for i, change := range []func(){
+		func() { createAll(t, env.Client, cr) },
+		func() {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}}
+			env.Update(t, cm, func() { cm.Data["k"] = "v2" })
+		},
+	} {
+		w := watchRollout(env.Client, ns, cr)
+		rollouts := cr.Status.AtProvider.Rollouts
+		change()
+		testenv.Eventually(t, 3*time.Minute, fmt.Sprintf("rollout %d to complete", i+1), func(ctx context.Context) (bool, error) {
+			err := env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr)
+			p := cr.Status.AtProvider.Progress
+			return p != nil && p.Phase == workloadv1alpha1.PhaseComplete && p.Rolled == 6 && cr.Status.AtProvider.Rollouts == rollouts+6 &&
+				cr.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue, err
+		})
+		most, order := w.halt()
+		t.Logf("rollout %d: at most %d Deployments rolling at once, rolled in the order %v", i+1, most, order)
+		if most > 2 {
+			t.Errorf("rollout %d: %d Deployments rolling at once, want at most 2", i+1, most)
+		}
+		if most < 1 {
+			t.Errorf("rollout %d: no Deployment seen rolling", i+1)
+		}
+		// Spec order: each Deployment rolls no earlier than the one listed
+		// before it (two rolled in one reconcile show up together, listed by
+		// name, which is spec order here).
+		if want := []string{"web1", "web2", "web3", "web4", "web5", "web6"}; fmt.Sprint(order) != fmt.Sprint(want) {
+			t.Errorf("rollout %d: rolled in the order %v, want %v", i+1, order, want)
+		}
+		var last time.Time
+		for _, wl := range cr.Status.AtProvider.Workloads {
+			if wl.LastRollout == nil || wl.LastRollout.Time.Before(last) {
+				t.Errorf("rollout %d: %s rolled at %v, before the one listed ahead of it (%s)", i+1, wl.Name, wl.LastRollout, last)
+			}
+			if wl.LastRollout != nil {
+				last = wl.LastRollout.Time
+			}
+		}
+	}
+}
+
+// TestConfigRolloutHaltsOnLocalControlPlane: one at a time, the second
+// Deployment's new pods fit no node, so it never becomes available: the
+// rollout halts with a condition and an event after progressDeadline, and the
+// rest are not rolled; once its pods fit, the rollout resumes and completes.
+func TestConfigRolloutHaltsOnLocalControlPlane(t *testing.T) {
+	env := provider(t)
+	ctx := context.Background()
+	ns := env.Namespace(t, "e2e-halt", nil)
+	createAll(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v1"}})
+	refs := staggerFleet(t, env.Client, ns, "app", 4, map[int]bool{2: true})
+	cr := &workloadv1alpha1.ConfigRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "careful", Namespace: ns},
+		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},
+			Workloads:  refs,
+			Strategy:   &workloadv1alpha1.RolloutStrategy{MaxConcurrent: 1, ProgressDeadline: &metav1.Duration{Duration: 15 * time.Second}},
+		}},
+	}
+	createAll(t, env.Client, cr)
+	progressIs(t, env.Client, cr, 2*time.Minute, workloadv1alpha1.PhaseHalted, 1, 2)
+	c := cr.GetCondition(workloadv1alpha1.TypeProgressing)
+	if c.Status != corev1.ConditionFalse || c.Reason != workloadv1alpha1.ReasonProgressDeadlineExceeded {
+		t.Errorf("Progressing = %s/%s, want False/ProgressDeadlineExceeded", c.Status, c.Reason)
+	}
+	if p := cr.Status.AtProvider.Progress; len(p.InFlight) != 1 || p.InFlight[0].Name != "app2" {
+		t.Errorf("in flight %+v, want app2", p.InFlight)
+	}
+	testenv.Eventually(t, time.Minute, "a RolloutHalted event naming app2", func(ctx context.Context) (bool, error) {
+		l := &corev1.EventList{}
+		err := env.Client.List(ctx, l, client.InNamespace(ns))
+		for _, e := range l.Items {
+			if e.InvolvedObject.Name == "careful" && e.Reason == "RolloutHalted" && e.Type == corev1.EventTypeWarning {
+				return true, err
+			}
+		}
+		return false, err
+	})
+	for _, n := range []string{"app3", "app4"} {
+		d := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, d); err != nil {
+			t.Fatal(err)
+		}
+		if h := d.Spec.Template.Annotations[configHash]; h != "" {
+			t.Errorf("%s rolled (hash %s) while the rollout is halted", n, h)
+		}
+	}
+	// The pods fit again: app2 becomes available and the rollout resumes.
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "app2"}, d); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Patch(ctx, d, client.RawPatch(types.JSONPatchType, []byte(`[{"op":"remove","path":"/spec/template/spec/nodeSelector"}]`))); err != nil {
+		t.Fatal(err)
+	}
+	progressIs(t, env.Client, cr, 2*time.Minute, workloadv1alpha1.PhaseComplete, 4, 0)
+}
