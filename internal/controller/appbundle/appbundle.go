@@ -320,6 +320,13 @@ func (e *external) Update(ctx context.Context, ab *v1alpha1.AppBundle) (managed.
 	applied, details, err := e.apply(ctx, ab)
 	if err == nil {
 		ab.SetConditions(readiness(ab, applied))
+		// The Service's create or deletion is one of the bundle's own writes,
+		// whose event does not reconcile it again: its address goes into
+		// status now, from the Service as the API server answered.
+		ab.Status.AtProvider.ServiceAddress = ""
+		if applied.service != nil {
+			ab.Status.AtProvider.ServiceAddress = serviceAddress(applied.service)
+		}
 	}
 	return managed.ExternalUpdate{ConnectionDetails: details}, err
 }
