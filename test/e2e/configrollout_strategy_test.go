@@ -62,14 +62,19 @@ type rolloutWatch struct {
 	done        chan struct{}
 }
 
-func watchRollout(c client.Client, ns string, cr *workloadv1alpha1.ConfigRollout) *rolloutWatch {
+// watchRollout records the order in which Deployments come to carry the
+// rollout's hash, from when status names a hash other than prev (the one
+// before the change): until the rollout's status says what it rolls to, the
+// Deployments not yet rolled still match the old hash and would be taken for
+// rolled.
+func watchRollout(c client.Client, ns string, cr *workloadv1alpha1.ConfigRollout, prev string) *rolloutWatch {
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &rolloutWatch{seen: map[string]bool{}, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(w.done)
 		_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			r := &workloadv1alpha1.ConfigRollout{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(cr), r); err != nil || r.Status.AtProvider.Hash == "" {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(cr), r); err != nil || r.Status.AtProvider.Hash == "" || r.Status.AtProvider.Hash == prev {
 				return false, nil
 			}
 			l := &appsv1.DeploymentList{}
@@ -143,7 +148,7 @@ func TestConfigRolloutStaggeredOnLocalControlPlane(t *testing.T) {
 			env.Update(t, cm, func() { cm.Data["k"] = "v2" })
 		},
 	} {
-		w := watchRollout(env.Client, ns, cr)
+		w := watchRollout(env.Client, ns, cr, cr.Status.AtProvider.Hash)
 		rollouts := cr.Status.AtProvider.Rollouts
 		change()
 		testenv.Eventually(t, 3*time.Minute, fmt.Sprintf("rollout %d to complete", i+1), func(ctx context.Context) (bool, error) {
