@@ -73,6 +73,7 @@ run BenchmarkCopyRuleFanOut 1x "${BENCH_FANOUT_COUNT:-5}"
 run BenchmarkCopyRuleNewNamespace 100x "$count"
 run BenchmarkConfigRolloutChangeToTemplate 100x "$count"
 run BenchmarkImmortalContainerRecreate 100x "$count"
+run BenchmarkConfigRolloutStaggered 1x 1
 run BenchmarkMemory 1x 1
 # What the scenarios before leave slows the throughput one (1,000 AppBundles: about 105 s alone,
 # 124 s after the memory scenario, 160 s after the idle one too); the idle one, last, counts only
@@ -128,6 +129,7 @@ rate="${BENCH_RATE:-100 (default)}"
   echo "| 5 | Idle: $(stat BenchmarkIdleCost MRs) converged MRs (a fifth of each kind), 60 s window: writes; requests/s counted by the provider (client-go) and by the API server (its FlowSchema) | $(stat BenchmarkIdleCost writes) writes; $(stat BenchmarkIdleCost client-req/s) req/s (client), $(stat BenchmarkIdleCost server-req/s) req/s (server) | 0 writes, < 1 req/s |"
   echo "| 5 | the same MRs, one safety-net poll round (each checked once) | $pass requests, $(stat BenchmarkIdleCost pass-writes) of them writes: at the default \`--poll=10m\` $(awk -v p="${pass%% *}" 'BEGIN{printf "%.2g", p/600}') req/s on average | — |"
   echo "| 6 | Memory: 1000 ConfigMaps of 1 KiB ($(stat BenchmarkMemory selected-raw-B $mib) MiB raw) become selected by a converged CopyRule and are copied, among 10,000 unselected ones: live heap (after a GC) / RSS, fresh provider → rule converged with nothing selected (the base) → all copied | heap $(stat BenchmarkMemory start-heap-B $mib) → $(stat BenchmarkMemory base-heap-B $mib) → $(stat BenchmarkMemory heap-B $mib) MiB, RSS $(stat BenchmarkMemory start-rss-B $mib) → $(stat BenchmarkMemory base-rss-B $mib) → $(stat BenchmarkMemory rss-B $mib) MiB; heap growth over the base = **$(stat BenchmarkMemory heap-growth/selected-raw)× the selected raw bytes** | unselected not cached; ≤ 1.5× selected + base |"
+  echo "| 8 | ConfigRollout staggered: one ConfigMap read by $(stat BenchmarkConfigRolloutStaggered deployments) Deployments of one replica, \`strategy.maxConcurrent: $(stat BenchmarkConfigRolloutStaggered max-concurrent)\`; ConfigMap changed → every Deployment rolled, each wave once the previous is available again (kwok runs the pods); the most seen rolling at once, from a list every 250 ms | $(stat BenchmarkConfigRolloutStaggered s-to-all-rolled) s, at most $(stat BenchmarkConfigRolloutStaggered most-in-flight) in flight | ≤ maxConcurrent in flight |"
   echo "| 7 | Throughput: ${BENCH_APPBUNDLES:-1000} AppBundles applied at once → all Ready (claim bound, Deployment Available) | $(stat BenchmarkAppBundlesToReady s-to-all-ready) s, $(stat BenchmarkAppBundlesToReady MRs/s) MRs/s | — |"
   echo
   cat "$root/docs/benchmark-findings.md"

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -68,15 +69,22 @@ func (n *traceNode) paths() []string {
 }
 
 // checkTrace fails the test unless the trace of resource holds each wanted line (see paths), the
-// composite's name standing in for "*".
+// composite's name standing in for "*", within 30 s: a claim's conditions follow its composite's a
+// moment later, and once in CI a claim already seen Ready showed Ready=False under a Ready
+// composite (a composed resource's Ready turning False for a moment, such as an AppBundle whose
+// Deployment the composed ConfigRollout has just rolled), as a user tracing it then would see.
 func checkTrace(t *testing.T, resource, ns string, want []string) {
 	t.Helper()
-	got := trace(t, resource, ns).paths()
-	for _, w := range want {
-		found := slices.ContainsFunc(got, func(g string) bool { return globMatch(w, g) })
-		if !found {
-			t.Errorf("crossplane beta trace %s -n %s: no %q in the tree:\n%s", resource, ns, w, strings.Join(got, "\n"))
-		}
+	var got []string
+	missing := want
+	for deadline := time.Now().Add(30 * time.Second); len(missing) > 0 && time.Now().Before(deadline); time.Sleep(time.Second) {
+		got = trace(t, resource, ns).paths()
+		missing = slices.DeleteFunc(slices.Clone(want), func(w string) bool {
+			return slices.ContainsFunc(got, func(g string) bool { return globMatch(w, g) })
+		})
+	}
+	for _, w := range missing {
+		t.Errorf("crossplane beta trace %s -n %s: no %q in the tree within 30 s:\n%s", resource, ns, w, strings.Join(got, "\n"))
 	}
 }
 
