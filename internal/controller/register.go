@@ -3,8 +3,12 @@ package controller
 
 import (
 	"sync"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -49,7 +53,12 @@ func SetupGated(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, don
 	for _, k := range ks {
 		o.Gate.Register(func() {
 			defer left.Done()
-			if err := k.setup(mgr, o); err != nil {
+			// The gate opens once a CRD is Established; the API server's
+			// discovery, which the manager's REST mapper reads, may not list
+			// the kind for a moment more. A kind whose setup first maps its
+			// own type (a field index) fails before it registers anything,
+			// so it tries again until discovery has it (about 20 s at most).
+			if err := retry.OnError(setupBackoff, meta.IsNoMatchError, func() error { return k.setup(mgr, o) }); err != nil {
 				mgr.GetLogger().Error(err, "cannot set up controller", "kind", k.gvks)
 			}
 		}, k.gvks...)
@@ -59,6 +68,10 @@ func SetupGated(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, don
 	}
 	return nil
 }
+
+// setupBackoff spaces the tries of a kind's setup while discovery catches up
+// with its CRD.
+var setupBackoff = wait.Backoff{Duration: 200 * time.Millisecond, Factor: 1.5, Steps: 10, Cap: 5 * time.Second}
 
 type kind struct {
 	gvks  []schema.GroupVersionKind
