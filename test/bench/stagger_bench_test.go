@@ -23,7 +23,7 @@ import (
 // BenchmarkConfigRolloutStaggered: one ConfigMap that BENCH_STAGGER_N (1,000)
 // Deployments of one replica read, one ConfigRollout selecting them all with
 // strategy.maxConcurrent BENCH_STAGGER_MAX (50). The ConfigMap changes once the
-// first stamp has rolled; measured is the time from the change until the
+// rollout has taken them all on; measured is the time from the change until the
 // rollout reports every Deployment rolled (the Deployment controller and kwok
 // bring each new pod up before the next wave), and the most Deployments seen
 // carrying the new hash without being available again, from a list of all of
@@ -39,7 +39,11 @@ func BenchmarkConfigRolloutStaggered(b *testing.B) {
 		if err := e.Client.Create(ctx, cm); err != nil {
 			b.Fatal(err)
 		}
-		parallel(b, n, func(i int) error { return e.Client.Create(ctx, readerOf(ns, fmt.Sprintf("app-%04d", i), cm.Name)) })
+		// The Deployments start with the hash the rollout will want, as if it had
+		// rolled them once: its first stamp then rolls none, and what is timed is
+		// the one staggered rollout of all of them.
+		stamp := configrollout.Combined([]string{configrollout.Hash(configrollout.ConfigMapContent(cm, nil))})
+		parallel(b, n, func(i int) error { return e.Client.Create(ctx, readerOf(ns, fmt.Sprintf("app-%04d", i), cm.Name, stamp)) })
 		cr := &workloadv1alpha1.ConfigRollout{
 			ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: ns},
 			Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
@@ -51,16 +55,16 @@ func BenchmarkConfigRolloutStaggered(b *testing.B) {
 		if err := e.Client.Create(ctx, cr); err != nil {
 			b.Fatal(err)
 		}
-		complete := func(rollouts int64) error {
+		complete := func(hash string, rollouts int64) error {
 			return wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
 				if err := e.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
 					return false, nil //nolint:nilerr // Poll again.
 				}
-				p := cr.Status.AtProvider.Progress
-				return p != nil && p.Phase == workloadv1alpha1.PhaseComplete && cr.Status.AtProvider.Rollouts >= rollouts, nil
+				p, st := cr.Status.AtProvider.Progress, cr.Status.AtProvider
+				return p != nil && p.Phase == workloadv1alpha1.PhaseComplete && st.Hash != hash && st.Rollouts >= rollouts, nil
 			})
 		}
-		if err := complete(int64(n)); err != nil {
+		if err := complete("", 0); err != nil {
 			b.Fatalf("the first stamp of %d Deployments did not complete: %v", n, err)
 		}
 		prev, rollouts := cr.Status.AtProvider.Hash, cr.Status.AtProvider.Rollouts
@@ -75,7 +79,7 @@ func BenchmarkConfigRolloutStaggered(b *testing.B) {
 		if err := e.Client.Update(ctx, cm); err != nil {
 			b.Fatal(err)
 		}
-		if err := complete(rollouts + int64(n)); err != nil {
+		if err := complete(prev, rollouts+int64(n)); err != nil {
 			b.Fatalf("the staggered rollout of %d Deployments did not complete: %v", n, err)
 		}
 		took := time.Since(start)
@@ -123,8 +127,9 @@ func mostInFlight(ctx context.Context, c client.Client, ns string, cr *workloadv
 	}
 }
 
-// readerOf is a Deployment of one replica whose pod reads the ConfigMap whole.
-func readerOf(ns, name, cm string) *appsv1.Deployment {
+// readerOf is a Deployment of one replica whose pod reads the ConfigMap whole,
+// its template stamped with hash.
+func readerOf(ns, name, cm, hash string) *appsv1.Deployment {
 	labels := map[string]string{"bench": "stagger", "app": name}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
@@ -132,7 +137,7 @@ func readerOf(ns, name, cm string) *appsv1.Deployment {
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{configrollout.AnnotationHash: hash}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx",
 					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}},
 			},

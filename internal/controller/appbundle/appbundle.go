@@ -40,6 +40,10 @@ const TypeStorageSynced xpv2.ConditionType = "StorageSynced"
 
 const reasonChangeRefused event.Reason = "StorageChangeRefused"
 
+// reasonStorageRefused is the StorageSynced condition's reason while a storage
+// change is refused.
+const reasonStorageRefused xpv2.ConditionReason = "ChangeRefused"
+
 // Setup adds the AppBundle controller to mgr.
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	objects, err := cache.New(mgr.GetConfig(), CacheOptions(mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient()))
@@ -300,9 +304,10 @@ func (e *external) setStorageCondition(ab *v1alpha1.AppBundle, c pvcChange) {
 		return
 	}
 	prev := ab.GetCondition(TypeStorageSynced)
-	ab.SetConditions(xpv2.Condition{Type: TypeStorageSynced, Status: corev1.ConditionFalse, Reason: "ChangeRefused", Message: c.Refused, LastTransitionTime: metav1.Now()})
-	if prev.Message != c.Refused {
-		// Once per refusal, not on every poll.
+	ab.SetConditions(xpv2.Condition{Type: TypeStorageSynced, Status: corev1.ConditionFalse, Reason: reasonStorageRefused, Message: c.Refused, ObservedGeneration: ab.GetGeneration(), LastTransitionTime: metav1.Now()})
+	if prev.Reason != reasonStorageRefused || prev.ObservedGeneration != ab.GetGeneration() {
+		// Once per refused spec, not on every poll: the condition records
+		// which generation was refused.
 		e.record.Event(ab, event.Warning(reasonChangeRefused, errors.New(c.Refused)))
 	}
 }

@@ -13,6 +13,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -569,5 +570,43 @@ func TestDelete(t *testing.T) {
 				t.Errorf("%s\nObserve after Delete: exists %t, %v; want gone", tc.reason, o.ResourceExists, err)
 			}
 		})
+	}
+}
+
+// eventLog records the reasons of the events sent to it.
+type eventLog struct{ reasons []event.Reason }
+
+func (l *eventLog) Event(_ runtime.Object, e event.Event)    { l.reasons = append(l.reasons, e.Reason) }
+func (l *eventLog) WithAnnotations(...string) event.Recorder { return l }
+
+// A refused storage change is told once per refused spec, not on every poll,
+// and again when the spec changes and is refused anew.
+func TestStorageRefusalEventOncePerSpec(t *testing.T) {
+	log := &eventLog{}
+	e := &external{record: log}
+	ab := &v1alpha1.AppBundle{ObjectMeta: metav1.ObjectMeta{Name: "store", Generation: 2}}
+	refused := pvcChange{Refused: `PersistentVolumeClaim "store-data" cannot shrink from 1Gi to 500Mi`}
+	steps := []struct {
+		generation int64
+		change     pvcChange
+		events     int
+	}{
+		{generation: 2, change: refused, events: 1},
+		{generation: 2, change: refused, events: 1},
+		{generation: 3, change: pvcChange{Refused: `PersistentVolumeClaim "store-data" cannot shrink from 1Gi to 400Mi`}, events: 2},
+		{generation: 3, change: pvcChange{Refused: `PersistentVolumeClaim "store-data" cannot shrink from 1Gi to 400Mi`}, events: 2},
+		{generation: 4, change: pvcChange{}, events: 2},
+		{generation: 5, change: refused, events: 3},
+	}
+	for i, s := range steps {
+		ab.Generation = s.generation
+		e.setStorageCondition(ab, s.change)
+		if len(log.reasons) != s.events {
+			t.Fatalf("step %d: %d events, want %d (%v)", i, len(log.reasons), s.events, log.reasons)
+		}
+		c := ab.GetCondition(TypeStorageSynced)
+		if want := s.change.Refused == ""; (c.Status == corev1.ConditionTrue) != want {
+			t.Errorf("step %d: StorageSynced %s, want True=%t", i, c.Status, want)
+		}
 	}
 }

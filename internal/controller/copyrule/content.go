@@ -173,7 +173,7 @@ func InSync(owner Owner, src Object, h string, c Object) bool {
 		}
 	}
 	return Hash(c) == h &&
-		c.Labels[LabelRuleUID] == owner.UID &&
+		OwnedBy(owner, c) &&
 		c.Annotations[AnnotationAdded] == addedList(add) &&
 		c.Annotations[AnnotationRule] == owner.Namespace+"/"+owner.Name &&
 		c.Annotations[AnnotationSource] == sourceOf(src) &&
@@ -183,6 +183,12 @@ func InSync(owner Owner, src Object, h string, c Object) bool {
 // OwnedBy reports whether o is a copy of rule owner.
 func OwnedBy(owner Owner, o Object) bool {
 	return copyMark.On(&o, owner.object())
+}
+
+// isCopy reports whether o is any rule's copy: copies are never sources.
+func isCopy(o Object) bool {
+	v, _ := copyMark.Of(&o)
+	return v != ""
 }
 
 // TakenOver reports whether o was adopted or overwritten rather than created.

@@ -103,7 +103,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 		if err := e.watch(cr, cr.Status.AtProvider.Problems); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		copies, err := readCopies(ctx, e.cluster.Client, CopyKind(p), string(cr.GetUID()))
+		copies, err := readCopies(ctx, e.cluster.Client, CopyKind(p), cr)
 		if err != nil {
 			return managed.ExternalObservation{}, sideError(err, "target", tgt)
 		}
@@ -135,7 +135,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	copies, err := readCopies(ctx, e.cluster.Client, CopyKind(p), string(cr.GetUID()))
+	copies, err := readCopies(ctx, e.cluster.Client, CopyKind(p), cr)
 	if err != nil {
 		return managed.ExternalObservation{}, sideError(err, "target", tgt)
 	}
@@ -399,7 +399,7 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 		return managed.ExternalDelete{}, err
 	}
 	reachable := e.reach(cr, nss)
-	copies, err := readCopies(ctx, e.cluster.Client, CopyKind(p), string(cr.GetUID()))
+	copies, err := readCopies(ctx, e.cluster.Client, CopyKind(p), cr)
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}

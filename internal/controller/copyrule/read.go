@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -115,7 +114,7 @@ func readSourcesIn(ctx context.Context, c client.Reader, p v1alpha1.CopyRulePara
 	for _, n := range slices.Sorted(maps.Keys(byName)) {
 		o := byName[n]
 		switch {
-		case o.Labels[LabelRuleUID] != "":
+		case isCopy(o):
 			continue
 		case o.Type == corev1.SecretTypeServiceAccountToken:
 			refused[n] = "service account token Secrets are bound to their namespace's service account and are never copied"
@@ -139,8 +138,8 @@ func readNamespaces(ctx context.Context, c client.Reader) ([]Namespace, error) {
 	return out, nil
 }
 
-// readCopies returns the objects labelled as copies of the rule with uid.
-func readCopies(ctx context.Context, c client.Reader, kind, uid string) ([]Object, error) {
-	objs, err := list(ctx, c, kind, client.MatchingLabelsSelector{Selector: labels.SelectorFromSet(labels.Set{LabelRuleUID: uid})})
+// readCopies returns the objects marked as copies of rule cr.
+func readCopies(ctx context.Context, c client.Reader, kind string, cr metav1.Object) ([]Object, error) {
+	objs, err := list(ctx, c, kind, client.MatchingLabelsSelector{Selector: copyMark.Selector(cr)})
 	return objs, errors.Wrapf(err, "cannot list the rule's %s copies", kind)
 }
