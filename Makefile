@@ -47,10 +47,11 @@ lint: ## Run golangci-lint (.golangci.yml), the version cluster/local/versions.e
 	$$(cluster/local/build-tools.sh golangci-lint-dir)/golangci-lint run --timeout 15m ./...
 
 .PHONY: test
-test: tools vet ## Run every test tier: unit + integration (envtest), a short fuzz run, then e2e on the local control plane.
+test: tools vet ## Run every test tier: unit + integration (envtest), a short fuzz run, e2e on the local control plane, then make demo (the README's first command).
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) fuzz-ci
 	$(MAKE) e2e
+	$(MAKE) demo
 
 .PHONY: test-unit
 test-unit: ## Run the unit and integration tests only (envtest).

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make bench-fleet: many managed resources at once, every kind, N = 100, 1,000 and
 # 10,000 (AppBundle and ImmortalContainer up to 2,000: kwok and the controller-manager
-# set their pace), in one namespace and spread over N/10, plus CopyRule as 1,000 rules ×
+# set their pace), in one namespace and spread over N/10, plus ConfigRollout in auto mode
+# (each picks its Deployment out of the namespace's), CopyRule as 1,000 rules ×
 # 10 targets and as 1 rule × 10,000 namespaces. Each scenario is one run of
 # BenchmarkFleet (test/bench/fleet_test.go) in a process of its own with a fresh provider;
 # its result lands in .cache/bench/fleet/*.json, and hack/fleetreport turns them into
@@ -17,7 +18,7 @@ out="$CACHE_DIR/bench"
 mkdir -p "$out/fleet"
 cd "$root"
 export BENCH_PROVIDER="$root/bin/provider" BENCH_OUT="$out"
-kinds="${FLEET_KINDS:-configrollout copyrule chaosagent appbundle immortalcontainer copyrule-x10 copyrule-fanout}"
+kinds="${FLEET_KINDS:-configrollout configrollout-auto copyrule chaosagent appbundle immortalcontainer copyrule-x10 copyrule-fanout}"
 sizes="${FLEET_SIZES:-100 1000 10000}"
 pod_sizes="${FLEET_SIZES_PODS:-100 1000 2000}"
 layouts="${FLEET_LAYOUTS:-one spread}"

@@ -110,54 +110,10 @@ type fleetResult struct {
 }
 
 var fleetKinds = map[string]fleetKind{
-	"configrollout": {
-		list: func() client.ObjectList { return &workloadv1alpha1.ConfigRolloutList{} },
-		prereqs: func(ns string, i int) []client.Object {
-			zero := int32(0)
-			cm := fmt.Sprintf("conf-%d", i)
-			return []client.Object{
-				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm, Namespace: ns}, Data: map[string]string{"k": "v"}},
-				&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: ns}, Spec: appsv1.DeploymentSpec{
-					Replicas: &zero,
-					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": cm}},
-					Template: corev1.PodTemplateSpec{
-						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": cm}},
-						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx",
-							EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}},
-					},
-				}},
-			}
-		},
-		mr: func(ns, name string, i int, _ *fleet) client.Object {
-			return &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-				Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
-					ConfigMaps: []workloadv1alpha1.SourceRef{{Name: fmt.Sprintf("conf-%d", i)}},
-					Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: fmt.Sprintf("web-%d", i)}},
-				}}}
-		},
-		floor: func(ctx context.Context, c client.Client, ns, _ string, i int, _ *fleet) (int, error) {
-			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: ns}}
-			return 1, c.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"annotations":{"`+floorLabel+`":"rolled"}}}}}`)))
-		},
-		probe: func(ctx context.Context, c client.Client, ns, _ string, i int, _ *fleet) (func(context.Context) (bool, error), error) {
-			d := &appsv1.Deployment{}
-			key := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("web-%d", i)}
-			if err := c.Get(ctx, key, d); err != nil {
-				return nil, err
-			}
-			was := d.Spec.Template.Annotations["workload.clusterops.io/config-hash"]
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("conf-%d", i), Namespace: ns}}
-			if err := c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"`+strconv.FormatInt(time.Now().UnixNano(), 10)+`"}}`))); err != nil {
-				return nil, err
-			}
-			return func(ctx context.Context) (bool, error) {
-				err := c.Get(ctx, key, d)
-				return err == nil && d.Spec.Template.Annotations["workload.clusterops.io/config-hash"] != was, nil
-			}, nil
-		},
-	},
-	"copyrule":     copyRuleKind(1),
-	"copyrule-x10": copyRuleKind(10),
+	"configrollout":      configRolloutKind(false),
+	"configrollout-auto": configRolloutKind(true),
+	"copyrule":           copyRuleKind(1),
+	"copyrule-x10":       copyRuleKind(10),
 	"appbundle": {
 		list: func() client.ObjectList { return &workloadv1alpha1.AppBundleList{} },
 		prepare: func(ctx context.Context, b *testing.B, f *fleet) {
@@ -718,4 +674,59 @@ func writeFleetResult(r fleetResult) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%s-%d.json", r.Kind, r.Layout, r.N)), b, 0o644)
+}
+
+// configRolloutKind rolls Deployment web-i when ConfigMap conf-i changes: named
+// by each rollout, or found by auto (every rollout then picks its workload out
+// of all the namespace's).
+func configRolloutKind(auto bool) fleetKind {
+	return fleetKind{
+		list: func() client.ObjectList { return &workloadv1alpha1.ConfigRolloutList{} },
+		prereqs: func(ns string, i int) []client.Object {
+			zero := int32(0)
+			cm := fmt.Sprintf("conf-%d", i)
+			return []client.Object{
+				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm, Namespace: ns}, Data: map[string]string{"k": "v"}},
+				&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: ns}, Spec: appsv1.DeploymentSpec{
+					Replicas: &zero,
+					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": cm}},
+					Template: corev1.PodTemplateSpec{
+						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": cm}},
+						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx",
+							EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}},
+					},
+				}},
+			}
+		},
+		mr: func(ns, name string, i int, _ *fleet) client.Object {
+			p := workloadv1alpha1.ConfigRolloutParameters{ConfigMaps: []workloadv1alpha1.SourceRef{{Name: fmt.Sprintf("conf-%d", i)}}}
+			if auto {
+				p.Auto = true
+			} else {
+				p.Workloads = []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: fmt.Sprintf("web-%d", i)}}
+			}
+			return &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: p}}
+		},
+		floor: func(ctx context.Context, c client.Client, ns, _ string, i int, _ *fleet) (int, error) {
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: ns}}
+			return 1, c.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"annotations":{"`+floorLabel+`":"rolled"}}}}}`)))
+		},
+		probe: func(ctx context.Context, c client.Client, ns, _ string, i int, _ *fleet) (func(context.Context) (bool, error), error) {
+			d := &appsv1.Deployment{}
+			key := types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("web-%d", i)}
+			if err := c.Get(ctx, key, d); err != nil {
+				return nil, err
+			}
+			was := d.Spec.Template.Annotations["workload.clusterops.io/config-hash"]
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("conf-%d", i), Namespace: ns}}
+			if err := c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"`+strconv.FormatInt(time.Now().UnixNano(), 10)+`"}}`))); err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context) (bool, error) {
+				err := c.Get(ctx, key, d)
+				return err == nil && d.Spec.Template.Annotations["workload.clusterops.io/config-hash"] != was, nil
+			}, nil
+		},
+	}
 }

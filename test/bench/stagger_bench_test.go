@@ -43,7 +43,9 @@ func BenchmarkConfigRolloutStaggered(b *testing.B) {
 		// rolled them once: its first stamp then rolls none, and what is timed is
 		// the one staggered rollout of all of them.
 		stamp := configrollout.Combined([]string{configrollout.Hash(configrollout.ConfigMapContent(cm, nil))})
-		parallel(b, n, func(i int) error { return e.Client.Create(ctx, readerOf(ns, fmt.Sprintf("app-%04d", i), cm.Name, stamp)) })
+		parallel(b, n, func(i int) error {
+			return e.Client.Create(ctx, readerOf(ns, fmt.Sprintf("app-%04d", i), cm.Name, stamp))
+		})
 		cr := &workloadv1alpha1.ConfigRollout{
 			ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: ns},
 			Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{

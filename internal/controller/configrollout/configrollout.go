@@ -93,6 +93,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	}
 	own := newOwnWrites()
 	wait := newWaiters()
+	rd := newReaders(mgr.GetAPIReader())
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ConfigRollout]{
 		GroupVersionKind: resource.ManagedKind(v1alpha1.ConfigRolloutGroupVersionKind),
 		Object:           &v1alpha1.ConfigRollout{},
@@ -102,7 +103,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 			if c.Local {
 				// The workloads' metadata watches feed the manager's cache on
 				// the provider's own cluster only.
-				e.cache = mgr.GetCache()
+				e.cache, e.readers = mgr.GetCache(), rd
 			}
 			return e
 		},
@@ -114,7 +115,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		// Workloads are watched as metadata only; an event reconciles the
 		// rollouts that reference the workload (indexWorkloads).
 		Watch: func(b *builder.Builder) *builder.Builder {
-			return wait.watchAll(watchWorkloads(b, mgr.GetClient(), own), mgr.GetClient())
+			return wait.watchAll(watchWorkloads(b, mgr.GetClient(), rd, own), mgr.GetClient())
 		},
 		PollHook: untilDue(time.Now),
 	})
@@ -140,6 +141,9 @@ type external struct {
 	// cache is the manager's metadata cache of the workloads, on the
 	// provider's own cluster; nil on another.
 	cache client.Reader
+	// readers knows which sources the workloads of the provider's own
+	// cluster read, shared by every rollout; nil on another cluster.
+	readers *readers
 
 	// observed is the status Observe worked out, which Update starts from:
 	// state goes from Observe to Update as data (managedkind's package doc,
@@ -258,7 +262,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		o.Hash, o.ChangedAt = h, &now
 	}
 
-	ws, missingWorkloads, err := selectWorkloads(ctx, e.cluster.Client, e.cache, cr)
+	ws, missingWorkloads, err := selectWorkloads(ctx, e.cluster.Client, e.cache, e.readers, cr)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}

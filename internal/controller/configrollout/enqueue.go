@@ -48,7 +48,7 @@ func indexValues(o client.Object) []string {
 	case p.Selector != nil:
 		return []string{selectorMarker}
 	default:
-		return []string{autoMarker}
+		return append([]string{autoMarker}, autoSources(p)...)
 	}
 }
 
@@ -125,9 +125,12 @@ func (w *ownWrites) forget(kind string, o client.Object) {
 
 // referencing returns the ConfigRollouts a workload event may concern: those
 // that name the workload, the one its lock names, those whose selector
-// matches its labels, and the automatic ones of its namespace (which of them
-// it uses is in its pod template, which the metadata watch does not carry).
-func referencing(ctx context.Context, c client.Reader, kind string, o client.Object) []reconcile.Request {
+// matches its labels, and the automatic ones whose sources it reads (with
+// more than one automatic rollout in the namespace, rd tells which: the
+// metadata watch does not carry the template). deleted says the workload is
+// gone. Rollouts are read from the cache without copies: only their names
+// and selectors are looked at.
+func referencing(ctx context.Context, c client.Reader, rd *readers, kind string, o client.Object, deleted bool) []reconcile.Request {
 	ns := o.GetNamespace()
 	seen := map[string]bool{}
 	var out []reconcile.Request
@@ -137,17 +140,60 @@ func referencing(ctx context.Context, c client.Reader, kind string, o client.Obj
 			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
 		}
 	}
-	add(o.GetAnnotations()[AnnotationLock])
-	for _, v := range []string{workloadKey(kind, o.GetName()), autoMarker, selectorMarker} {
+	byIndex := func(v string, opts ...client.ListOption) []v1alpha1.ConfigRollout {
 		l := &v1alpha1.ConfigRolloutList{}
-		if err := c.List(ctx, l, client.InNamespace(ns), client.MatchingFields{indexWorkloads: v}); err != nil {
-			continue
+		opts = append(opts, client.InNamespace(ns), client.MatchingFields{indexWorkloads: v}, client.UnsafeDisableDeepCopy)
+		if err := c.List(ctx, l, opts...); err != nil {
+			return nil
 		}
-		for i := range l.Items {
-			if v == selectorMarker && !selects(l.Items[i].Spec.ForProvider.Selector, o.GetLabels()) {
-				continue
-			}
-			add(l.Items[i].GetName())
+		return l.Items
+	}
+	add(o.GetAnnotations()[AnnotationLock])
+	for _, cr := range byIndex(workloadKey(kind, o.GetName())) {
+		add(cr.GetName())
+	}
+	for _, cr := range byIndex(selectorMarker) {
+		if selects(cr.Spec.ForProvider.Selector, o.GetLabels()) {
+			add(cr.GetName())
+		}
+	}
+	for _, r := range autoReferencing(ctx, rd, kind, o, deleted, byIndex) {
+		add(r)
+	}
+	return out
+}
+
+// autoReferencing names the automatic rollouts a workload event may concern.
+// With one of them in the namespace it is that one, as cheap as finding out;
+// with more, those whose sources the workload reads, or all when that cannot
+// be known (a deleted workload never seen, or a failed read).
+func autoReferencing(ctx context.Context, rd *readers, kind string, o client.Object, deleted bool, byIndex func(string, ...client.ListOption) []v1alpha1.ConfigRollout) []string {
+	var srcs []string
+	ok := false
+	if deleted {
+		srcs, ok = rd.forget(kind, o)
+	}
+	some := byIndex(autoMarker, client.Limit(2))
+	switch {
+	case len(some) == 0:
+		return nil
+	case len(some) == 1:
+		return []string{some[0].GetName()}
+	case !deleted:
+		var err error
+		srcs, err = rd.sources(ctx, kind, o)
+		ok = err == nil
+	}
+	var out []string
+	if !ok {
+		for _, cr := range byIndex(autoMarker) {
+			out = append(out, cr.GetName())
+		}
+		return out
+	}
+	for _, s := range srcs {
+		for _, cr := range byIndex(s) {
+			out = append(out, cr.GetName())
 		}
 	}
 	return out
@@ -160,14 +206,23 @@ func selects(s *metav1.LabelSelector, l map[string]string) bool {
 
 // workloadHandler maps events of one workload kind to the ConfigRollouts they
 // concern, leaving out the rollout whose own write an update is.
-func workloadHandler(kind string, c client.Reader, own *ownWrites) handler.EventHandler {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], skip string, objs ...client.Object) {
+func workloadHandler(kind string, c client.Reader, rd *readers, own *ownWrites) handler.EventHandler {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], skip string, deleted bool, objs ...client.Object) {
+		// All of an event's rollouts are found before any is queued: finding
+		// them may read the workload, and a rollout queued for the old
+		// object could start meanwhile and be queued again for the new one.
+		seen := map[reconcile.Request]bool{}
+		var all []reconcile.Request
 		for _, o := range objs {
-			for _, r := range referencing(ctx, c, kind, o) {
-				if r.Name != skip {
-					q.Add(r)
+			for _, r := range referencing(ctx, c, rd, kind, o, deleted) {
+				if r.Name != skip && !seen[r] {
+					seen[r] = true
+					all = append(all, r)
 				}
 			}
+		}
+		for _, r := range all {
+			q.Add(r)
 		}
 	}
 	// TypedFuncs ranks events of the initial list and of resyncs below real
@@ -175,7 +230,7 @@ func workloadHandler(kind string, c client.Reader, own *ownWrites) handler.Event
 	// rank above new rollouts (urgency).
 	return urgency.Handler(handler.Funcs{
 		CreateFunc: func(ctx context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			enqueue(ctx, q, "", e.Object)
+			enqueue(ctx, q, "", false, e.Object)
 		},
 		UpdateFunc: func(ctx context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			w := own.writer(kind, e.ObjectNew)
@@ -184,11 +239,11 @@ func workloadHandler(kind string, c client.Reader, own *ownWrites) handler.Event
 				// already held changes nothing any other rollout decides on.
 				return
 			}
-			enqueue(ctx, q, w, e.ObjectOld, e.ObjectNew)
+			enqueue(ctx, q, w, false, e.ObjectOld, e.ObjectNew)
 		},
 		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			own.forget(kind, e.Object)
-			enqueue(ctx, q, "", e.Object)
+			enqueue(ctx, q, "", true, e.Object)
 		},
 	})
 }
@@ -196,11 +251,11 @@ func workloadHandler(kind string, c client.Reader, own *ownWrites) handler.Event
 // watchWorkloads watches every workload kind as metadata only: a new, deleted
 // or re-templated workload matters, and so does a released lock (an
 // annotation); status churn does not.
-func watchWorkloads(b *builder.Builder, c client.Reader, own *ownWrites) *builder.Builder {
+func watchWorkloads(b *builder.Builder, c client.Reader, rd *readers, own *ownWrites) *builder.Builder {
 	for _, kind := range Kinds {
 		m := &metav1.PartialObjectMetadata{}
 		m.SetGroupVersionKind(GroupVersionKind(kind))
-		b = b.Watches(m, workloadHandler(kind, c, own), builder.OnlyMetadata, workloadChanges)
+		b = b.Watches(m, workloadHandler(kind, c, rd, own), builder.OnlyMetadata, workloadChanges)
 	}
 	return b
 }

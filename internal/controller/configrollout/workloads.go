@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -180,7 +181,7 @@ func get(ctx context.Context, c client.Reader, ns string, refs []v1alpha1.Worklo
 // explicitly named ones that do not exist. cache, when not nil, is the
 // manager's metadata cache of the workloads: a selector is matched there, and
 // only the selected workloads are read, not every one of the namespace.
-func selectWorkloads(ctx context.Context, c, cache client.Reader, cr *v1alpha1.ConfigRollout) ([]workload, []string, error) {
+func selectWorkloads(ctx context.Context, c, cache client.Reader, rd *readers, cr *v1alpha1.ConfigRollout) ([]workload, []string, error) {
 	p := cr.Spec.ForProvider
 	ns := cr.GetNamespace()
 	switch {
@@ -202,6 +203,42 @@ func selectWorkloads(ctx context.Context, c, cache client.Reader, cr *v1alpha1.C
 		}
 		ws, err := list(ctx, c, ns, client.MatchingLabelsSelector{Selector: sel})
 		return ws, nil, err
+	case cache != nil && rd != nil:
+		// Auto on the provider's own cluster: the namespace's workloads from
+		// the metadata cache, what each reads from rd (a read per workload
+		// and generation, shared by every rollout), and only the readers of
+		// this rollout's sources from the API server. N auto rollouts in a
+		// namespace of N workloads cost O(N) reads, not N lists of N.
+		want := sets.New(autoSources(p)...)
+		var picked []v1alpha1.WorkloadRef
+		for _, kind := range Kinds {
+			l := metadataList(kind)
+			if err := cache.List(ctx, l, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+				return nil, nil, errors.Wrap(err, "cannot list workloads")
+			}
+			for i := range l.Items {
+				srcs, err := rd.sources(ctx, kind, &l.Items[i])
+				if err != nil {
+					return nil, nil, errors.Wrapf(err, "cannot get %s %q", kind, l.Items[i].Name)
+				}
+				if want.HasAny(srcs...) {
+					picked = append(picked, v1alpha1.WorkloadRef{Kind: kind, Name: l.Items[i].Name})
+				}
+			}
+		}
+		ws, _, err := get(ctx, c, ns, picked)
+		if err != nil {
+			return nil, nil, err
+		}
+		// Its template may have changed since rd read it.
+		cms, secrets := names(p.ConfigMaps), names(p.Secrets)
+		out := ws[:0]
+		for _, w := range ws {
+			if UsesAny(&w.Template.Spec, cms, secrets) {
+				out = append(out, w)
+			}
+		}
+		return out, nil, nil
 	default:
 		all, err := list(ctx, c, ns, client.MatchingLabels{})
 		if err != nil {

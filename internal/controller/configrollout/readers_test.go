@@ -1,0 +1,136 @@
+package configrollout
+
+import (
+	"context"
+	"sort"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+)
+
+// A workload event reaches the rollouts that name it, hold its lock or
+// select it, and of the automatic ones only those whose sources its pod
+// template reads: that is read once per generation from the API server, and
+// not at all while the namespace has at most one automatic rollout.
+func TestReferencing(t *testing.T) {
+	auto := func(name string, cms, secrets []string) *v1alpha1.ConfigRollout {
+		cr := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: name}}
+		cr.Spec.ForProvider.Auto = true
+		for _, n := range cms {
+			cr.Spec.ForProvider.ConfigMaps = append(cr.Spec.ForProvider.ConfigMaps, v1alpha1.SourceRef{Name: n})
+		}
+		for _, n := range secrets {
+			cr.Spec.ForProvider.Secrets = append(cr.Spec.ForProvider.Secrets, v1alpha1.SourceRef{Name: n})
+		}
+		return cr
+	}
+	named := rollout(func(cr *v1alpha1.ConfigRollout) { cr.Name = "named" })
+	selector := rollout(func(cr *v1alpha1.ConfigRollout) {
+		cr.Name, cr.Spec.ForProvider.Workloads = "selector", nil
+		cr.Spec.ForProvider.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "web"}}
+	})
+	otherSelector := rollout(func(cr *v1alpha1.ConfigRollout) {
+		cr.Name, cr.Spec.ForProvider.Workloads = "other-selector", nil
+		cr.Spec.ForProvider.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"tier": "db"}}
+	})
+	// api reads ConfigMap app whole and key tls.crt of Secret certs.
+	api := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "api", Generation: 3, Labels: map[string]string{"tier": "web"}}}
+	api.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}},
+		Env: []corev1.EnvVar{{Name: "CRT", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "certs"}, Key: "tls.crt"}}}}}}
+	meta := func(generation int64, lock string) client.Object {
+		m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "api", Generation: generation, Labels: api.Labels}}
+		if lock != "" {
+			m.Annotations = map[string]string{AnnotationLock: lock}
+		}
+		return m
+	}
+	type call struct {
+		o       client.Object
+		deleted bool
+		want    []string
+		reads   int
+	}
+	cases := map[string]struct {
+		rollouts []client.Object
+		gone     bool  // the workload is no longer on the API server
+		apiErr   error // reading it fails
+		calls    []call
+	}{
+		"NamedLockedAndSelected": {
+			rollouts: []client.Object{named, selector, otherSelector},
+			calls:    []call{{o: meta(3, "elsewhere"), want: []string{"elsewhere", "named", "selector"}}},
+		},
+		"TheOnlyAutoRolloutWithoutARead": {
+			rollouts: []client.Object{auto("a", []string{"unrelated"}, nil)},
+			calls:    []call{{o: meta(3, ""), want: []string{"a"}}},
+		},
+		"OnlyTheAutoRolloutsWhoseSourcesItReads": {
+			rollouts: []client.Object{auto("app", []string{"app"}, nil), auto("certs", nil, []string{"certs"}), auto("other", []string{"other"}, []string{"app"}), auto("both", []string{"x", "app"}, nil)},
+			calls: []call{
+				{o: meta(3, ""), want: []string{"app", "both", "certs"}, reads: 1},
+				// Known at this generation: an annotation change reads nothing.
+				{o: meta(3, "app"), want: []string{"app", "both", "certs"}},
+				// A new template is read again.
+				{o: meta(4, ""), want: []string{"app", "both", "certs"}, reads: 1},
+				// A deletion uses what was known, and forgets it.
+				{o: meta(4, ""), deleted: true, want: []string{"app", "both", "certs"}},
+				{o: meta(4, ""), deleted: true, want: []string{"app", "both", "certs", "other"}},
+			},
+		},
+		"AllAutoRolloutsWhenItCannotBeRead": {
+			rollouts: []client.Object{auto("app", []string{"app"}, nil), auto("other", []string{"other"}, nil)},
+			apiErr:   kerrors.NewServiceUnavailable("etcd is away"),
+			calls:    []call{{o: meta(3, ""), want: []string{"app", "other"}, reads: 1}},
+		},
+		// Its deletion event, which follows, reaches every automatic rollout.
+		"NoAutoRolloutWhenItIsGone": {
+			rollouts: []client.Object{auto("app", []string{"app"}, nil), auto("other", []string{"other"}, nil)},
+			gone:     true,
+			calls:    []call{{o: meta(3, "app"), want: []string{"app"}, reads: 1}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(tc.rollouts...).
+				WithIndex(&v1alpha1.ConfigRollout{}, indexWorkloads, indexValues).Build()
+			var objs []client.Object
+			if !tc.gone {
+				objs = append(objs, api.DeepCopy())
+			}
+			reads := 0
+			apiReader := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).WithInterceptorFuncs(interceptor.Funcs{
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+					reads++
+					if tc.apiErr != nil {
+						return tc.apiErr
+					}
+					return c.Get(ctx, key, o, opts...)
+				},
+			}).Build()
+			rd := newReaders(apiReader)
+			for i, call := range tc.calls {
+				before := reads
+				var got []string
+				for _, r := range referencing(context.Background(), c, rd, KindDeployment, call.o, call.deleted) {
+					got = append(got, r.Name)
+				}
+				sort.Strings(got)
+				if diff := cmp.Diff(call.want, got); diff != "" {
+					t.Errorf("call %d: rollouts enqueued: -want, +got:\n%s", i, diff)
+				}
+				if r := reads - before; r != call.reads {
+					t.Errorf("call %d: %d reads of the workload, want %d", i, r, call.reads)
+				}
+			}
+		})
+	}
+}
