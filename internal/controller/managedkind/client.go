@@ -95,16 +95,35 @@ func (c noOpSkippingClient) Get(ctx context.Context, key client.ObjectKey, obj c
 // stores, and the managed reconciler adds its finalizer after Observe, so the
 // conditions Observe set would otherwise be lost on a new resource's first
 // reconcile, the only one it may get.
+//
+// An update that changes only metadata (the reconciler's finalizer and
+// annotations) goes as a merge patch of what changed, at the cached
+// resourceVersion: a whole-object update would write the spec back in the
+// provider's own encoding ("5m" as "5m0s"), which changes the user's manifest
+// under a GitOps tool, bumps the generation and reconciles the resource again.
 func (c noOpSkippingClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	if len(opts) == 0 && unchanged(ctx, c.Client, obj, false) {
-		return nil
+	var onlyMeta client.Object
+	if len(opts) == 0 {
+		cached, d := compareCached(ctx, c.Client, obj)
+		switch d {
+		case sameExceptStatus:
+			return nil
+		case metadataOnly:
+			onlyMeta = cached
+		}
 	}
 	pending, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
 		return err
 	}
 	base := obj.GetResourceVersion()
-	if err := c.conflicts.note(obj, c.Client.Update(ctx, obj, opts...)); err != nil {
+	write := func() error { return c.Client.Update(ctx, obj, opts...) }
+	if onlyMeta != nil {
+		write = func() error {
+			return c.Client.Patch(ctx, obj, client.MergeFromWithOptions(onlyMeta, client.MergeFromWithOptimisticLock{}))
+		}
+	}
+	if err := c.conflicts.note(obj, write()); err != nil {
 		return err
 	}
 	c.written.wrote(obj, base)
@@ -168,6 +187,10 @@ func (w statusWriter) Patch(ctx context.Context, obj client.Object, patch client
 // unchanged reports whether the cache holds obj at its resourceVersion with
 // the same status (status) or the same everything but status (!status).
 func unchanged(ctx context.Context, r client.Reader, obj client.Object, status bool) bool {
+	if !status {
+		_, d := compareCached(ctx, r, obj)
+		return d == sameExceptStatus
+	}
 	cached, ok := obj.DeepCopyObject().(client.Object)
 	if !ok || r.Get(ctx, client.ObjectKeyFromObject(obj), cached) != nil {
 		return false
@@ -183,12 +206,51 @@ func unchanged(ctx context.Context, r client.Reader, obj client.Object, status b
 	if err != nil {
 		return false
 	}
-	if status {
-		return equality.Semantic.DeepEqual(want["status"], have["status"])
+	return equality.Semantic.DeepEqual(want["status"], have["status"])
+}
+
+// difference is how an object differs from the cache's copy of it.
+type difference int
+
+const (
+	// unknown: the cache holds another version of it, or none.
+	unknown difference = iota
+	// sameExceptStatus: nothing an update writes differs.
+	sameExceptStatus
+	// metadataOnly: only metadata differs (the spec, and the rest but
+	// status, are the same).
+	metadataOnly
+	// more: more than metadata differs.
+	more
+)
+
+// compareCached returns the cache's copy of obj, at obj's resourceVersion, and
+// how obj differs from it, status aside.
+func compareCached(ctx context.Context, r client.Reader, obj client.Object) (client.Object, difference) {
+	cached, ok := obj.DeepCopyObject().(client.Object)
+	if !ok || r.Get(ctx, client.ObjectKeyFromObject(obj), cached) != nil || cached.GetResourceVersion() != obj.GetResourceVersion() {
+		return nil, unknown
+	}
+	want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, unknown
+	}
+	have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cached)
+	if err != nil {
+		return nil, unknown
 	}
 	delete(want, "status")
 	delete(have, "status")
-	return equality.Semantic.DeepEqual(want, have)
+	if equality.Semantic.DeepEqual(want, have) {
+		return cached, sameExceptStatus
+	}
+	wm, hm := want["metadata"], have["metadata"]
+	delete(want, "metadata")
+	delete(have, "metadata")
+	if equality.Semantic.DeepEqual(want, have) && wm != nil && hm != nil {
+		return cached, metadataOnly
+	}
+	return cached, more
 }
 
 // retryConflicts turns the managed reconciler's rate-limited requeue after a

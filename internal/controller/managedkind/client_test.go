@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -88,21 +89,34 @@ func TestRetryConflicts(t *testing.T) {
 func TestSkipNoOpWrites(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "cm"}, Data: map[string]string{"k": "v"}}
 	cases := map[string]struct {
-		reason string
-		write  func(ctx context.Context, c client.Client, cached *corev1.ConfigMap) error
-		sent   int
+		reason  string
+		write   func(ctx context.Context, c client.Client, cached *corev1.ConfigMap) error
+		sent    int
+		patched int
+		// want is the data stored after the write; the original when nil.
+		want map[string]string
 	}{
 		"UnchangedUpdateNotSent": {
 			reason: "An update of the object as the cache holds it changes nothing; the ProviderConfig reconciler sends one on every reconcile.",
 			write:  func(ctx context.Context, c client.Client, o *corev1.ConfigMap) error { return c.Update(ctx, o) },
 		},
 		"ChangedUpdateSent": {
-			reason: "An update that changes the object is sent.",
+			reason: "An update that changes more than metadata is sent whole.",
+			write: func(ctx context.Context, c client.Client, o *corev1.ConfigMap) error {
+				o.Finalizers = append(o.Finalizers, "in-use")
+				o.Data["k"] = "w"
+				return c.Update(ctx, o)
+			},
+			sent: 1,
+			want: map[string]string{"k": "w"},
+		},
+		"MetadataOnlyUpdatePatched": {
+			reason: "An update that changes only metadata (a finalizer) goes as a merge patch of it, so the rest is never written back in the provider's encoding.",
 			write: func(ctx context.Context, c client.Client, o *corev1.ConfigMap) error {
 				o.Finalizers = append(o.Finalizers, "in-use")
 				return c.Update(ctx, o)
 			},
-			sent: 1,
+			patched: 1,
 		},
 		"StaleUpdateSent": {
 			reason: "An update of another version than the cache holds is sent, and the API server decides.",
@@ -118,13 +132,17 @@ func TestSkipNoOpWrites(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sent := 0
+			sent, patched := 0, 0
 			s := runtime.NewScheme()
 			_ = corev1.AddToScheme(s)
 			fc := fake.NewClientBuilder().WithScheme(s).WithObjects(cm.DeepCopy()).WithInterceptorFuncs(interceptor.Funcs{
 				Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 					sent++
 					return c.Update(ctx, obj, opts...)
+				},
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+					patched++
+					return c.Patch(ctx, obj, p, opts...)
 				},
 			}).Build()
 			c := noOpSkippingClient{Client: fc}
@@ -135,8 +153,22 @@ func TestSkipNoOpWrites(t *testing.T) {
 			if err := tc.write(context.Background(), c, o); err != nil {
 				t.Fatal(err)
 			}
-			if sent != tc.sent {
-				t.Errorf("\n%s\nupdates sent: want %d, got %d", tc.reason, tc.sent, sent)
+			if sent != tc.sent || patched != tc.patched {
+				t.Errorf("\n%s\nupdates sent: want %d, got %d; patches: want %d, got %d", tc.reason, tc.sent, sent, tc.patched, patched)
+			}
+			stored := &corev1.ConfigMap{}
+			if err := fc.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "cm"}, stored); err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			if want == nil {
+				want = cm.Data
+			}
+			if diff := cmp.Diff(want, stored.Data); diff != "" {
+				t.Errorf("\n%s\nstored data: -want, +got:\n%s", tc.reason, diff)
+			}
+			if o.Finalizers != nil && !slices.Equal(o.Finalizers, stored.Finalizers) {
+				t.Errorf("\n%s\nstored finalizers %v, want %v", tc.reason, stored.Finalizers, o.Finalizers)
 			}
 		})
 	}
