@@ -25,23 +25,10 @@ import (
 // again for its own repair. A reconcile of rollout i reads ConfigMap cm-i,
 // which is how the test tells which rollouts were reconciled.
 func TestConfigRolloutWorkloadEventReconcilesOnlyItsRollouts(t *testing.T) {
-	const n = 12
 	ns := env.Namespace(t, "rollout-fleet", nil)
-	for i := range n {
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: ns}, Data: map[string]string{"k": "v"}}
-		cr := &workloadv1alpha1.ConfigRollout{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r-%d", i), Namespace: ns},
-			Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
-				ConfigMaps: []workloadv1alpha1.SourceRef{{Name: cm.Name}},
-				Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: fmt.Sprintf("d-%d", i)}},
-			}},
-		}
-		create(t, cm, consumer(ns, fmt.Sprintf("d-%d", i), cm.Name), cr)
-	}
-	for i := range n {
-		rolledTo(t, ns, fmt.Sprintf("r-%d", i), fmt.Sprintf("d-%d", i))
-	}
-
+	rolloutFleet(t, ns, 12, func(i int, p *workloadv1alpha1.ConfigRolloutParameters) {
+		p.Workloads = []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: fmt.Sprintf("d-%d", i)}}
+	})
 	reconcilesOnly(t, ns, 3, 7)
 }
 
@@ -52,23 +39,26 @@ func TestConfigRolloutWorkloadEventReconcilesOnlyItsRollouts(t *testing.T) {
 // namespace (which of them it reads is in its pod template, which the
 // provider's metadata watch does not carry).
 func TestConfigRolloutAutoEventReconcilesOnlyItsReaders(t *testing.T) {
-	const n = 8
 	ns := env.Namespace(t, "rollout-auto-fleet", nil)
+	rolloutFleet(t, ns, 8, func(_ int, p *workloadv1alpha1.ConfigRolloutParameters) { p.Auto = true })
+	reconcilesOnly(t, ns, 2, 5)
+}
+
+// rolloutFleet makes n rollouts r-i in ns, each of ConfigMap cm-i, which
+// Deployment d-i reads; pick says how rollout i finds its workloads. It
+// returns once each has rolled its Deployment.
+func rolloutFleet(t *testing.T, ns string, n int, pick func(i int, p *workloadv1alpha1.ConfigRolloutParameters)) {
+	t.Helper()
 	for i := range n {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: ns}, Data: map[string]string{"k": "v"}}
-		cr := &workloadv1alpha1.ConfigRollout{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r-%d", i), Namespace: ns},
-			Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
-				ConfigMaps: []workloadv1alpha1.SourceRef{{Name: cm.Name}},
-				Auto:       true,
-			}},
-		}
+		cr := &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r-%d", i), Namespace: ns}}
+		cr.Spec.ForProvider.ConfigMaps = []workloadv1alpha1.SourceRef{{Name: cm.Name}}
+		pick(i, &cr.Spec.ForProvider)
 		create(t, cm, consumer(ns, fmt.Sprintf("d-%d", i), cm.Name), cr)
 	}
 	for i := range n {
 		rolledTo(t, ns, fmt.Sprintf("r-%d", i), fmt.Sprintf("d-%d", i))
 	}
-	reconcilesOnly(t, ns, 2, 5)
 }
 
 // reconcilesOnly removes the hash of Deployment d-i for each i, waits for

@@ -44,7 +44,9 @@ func TestProviderAPIRules(t *testing.T) {
 		t.Fatalf("examples/provider/rbac.yaml has %d ClusterRoles, want 1", len(roles))
 	}
 	read := []string{"get", "list", "watch"}
-	mr := []string{"get", "list", "watch", "update"}
+	// patch: a metadata-only write (the finalizer) goes as a patch, never
+	// writing the spec back.
+	mr := []string{"get", "list", "watch", "update", "patch"}
 	up := []string{"update"}
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{"copy.clusterops.io"}, Resources: []string{"copyrules"}, Verbs: mr},
