@@ -28,6 +28,7 @@ type options struct {
 	pollJitter               int
 	sync                     time.Duration
 	maxReconcileRate         int
+	maxRoutineRequests       int
 	leaderElection           bool
 	enableManagementPolicies bool
 	safeStart                bool
@@ -53,6 +54,7 @@ func parse(args []string) (options, error) {
 	// it, not on a cloud API with quotas: 10, the usual Crossplane default,
 	// would make a 1000-namespace copy wait on the client for 20 s.
 	fs.IntVar(&o.maxReconcileRate, "max-reconcile-rate", 100, "Maximum reconciles per second across all controllers; API clients get 5x this in requests per second, with twice that burst.")
+	fs.IntVar(&o.maxRoutineRequests, "max-routine-requests", provider.DefaultMaxRoutineRequests, "Routine requests (new resources, polls, resyncs, a restart's checks) the provider keeps in flight to the API server; requests of reconciles that a change in the cluster caused skip this bound, so that they do not queue behind a converging fleet. 0 means no bound.")
 	fs.BoolVar(&o.leaderElection, "leader-election", false, "Elect a leader so that only one replica reconciles.")
 	fs.BoolVar(&o.enableManagementPolicies, "enable-management-policies", true, "Honour spec.managementPolicies of managed resources.")
 	fs.BoolVar(&o.safeStart, "safe-start", true, "Start each kind's controller only once its CRD is installed (Crossplane safe-start).")
@@ -77,6 +79,9 @@ func parse(args []string) (options, error) {
 	}
 	if o.poll <= 0 || o.sync <= 0 || o.maxReconcileRate <= 0 {
 		return o, errors.New("--poll, --sync and --max-reconcile-rate must be positive")
+	}
+	if o.maxRoutineRequests < 0 {
+		return o, errors.New("--max-routine-requests must not be negative")
 	}
 	if o.pollJitter < 0 || o.pollJitter > 100 {
 		return o, errors.New("--poll-jitter-percentage must be between 0 and 100")
@@ -139,6 +144,7 @@ func providerOptions(o options, cfg *rest.Config, log logging.Logger) provider.O
 		Logger:             log,
 		Namespace:          o.namespace,
 		MaxReconcileRate:   o.maxReconcileRate,
+		MaxRoutineRequests: o.maxRoutineRequests,
 		Poll:               o.poll,
 		PollJitter:         float64(o.pollJitter) / 100,
 		Sync:               o.sync,

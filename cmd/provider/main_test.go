@@ -9,7 +9,7 @@ import (
 
 func TestParse(t *testing.T) {
 	defaults := options{
-		poll: 10 * time.Minute, pollJitter: 10, sync: time.Hour, maxReconcileRate: 100, enableManagementPolicies: true,
+		poll: 10 * time.Minute, pollJitter: 10, sync: time.Hour, maxReconcileRate: 100, maxRoutineRequests: 32, enableManagementPolicies: true,
 		safeStart: true, namespace: "crossplane-system", metricsAddr: ":8080", healthAddr: ":8081", pprofAddr: "0",
 		leaseDuration: time.Minute, renewDeadline: 50 * time.Second, retryPeriod: 2 * time.Second,
 		changeLogsSocketPath: "/var/run/changelogs/changelogs.sock",
@@ -29,7 +29,7 @@ func TestParse(t *testing.T) {
 		},
 		"AllFlags": {
 			reason: "Every flag is read.",
-			args: []string{"--debug", "--poll=30s", "--poll-jitter-percentage=25", "--sync=2h", "--max-reconcile-rate=50", "--leader-election",
+			args: []string{"--debug", "--poll=30s", "--poll-jitter-percentage=25", "--sync=2h", "--max-reconcile-rate=50", "--max-routine-requests=0", "--leader-election",
 				"--enable-management-policies=false", "--safe-start=false", "--namespace=ops", "--metrics-bind-address=:9090", "--health-probe-bind-address=0", "--pprof-bind-address=127.0.0.1:6060",
 				"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s",
 				"--enable-changelogs", "--changelogs-socket-path=/run/cl.sock"},
@@ -64,6 +64,11 @@ func TestParse(t *testing.T) {
 			reason: "A zero poll interval would poll in a hot loop: refused.",
 			args:   []string{"--poll=0s"},
 			want:   want{o: func() options { o := defaults; o.poll = 0; return o }(), err: "--poll, --sync and --max-reconcile-rate must be positive"},
+		},
+		"NegativeRoutineRequests": {
+			reason: "A negative bound on requests in flight means nothing: refused (0 is no bound).",
+			args:   []string{"--max-routine-requests=-1"},
+			want:   want{o: func() options { o := defaults; o.maxRoutineRequests = -1; return o }(), err: "--max-routine-requests must not be negative"},
 		},
 		"JitterAboveHundred": {
 			reason: "A spread above 100% would make polls due in the past: refused.",

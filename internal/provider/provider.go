@@ -43,6 +43,7 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/target"
+	"github.com/clusterops/provider-clusterops/internal/urgency"
 )
 
 // LeaderElectionID names the lease the replicas of the provider elect a
@@ -69,6 +70,12 @@ type Options struct {
 	// MaxReconcileRate bounds reconciles per second across all controllers;
 	// API clients get 5x this in requests per second, with twice that burst.
 	MaxReconcileRate int
+
+	// MaxRoutineRequests bounds the routine requests in flight to the local
+	// API server (urgency.Gate); urgent reconciles' requests skip the bound.
+	// 0 leaves them unbounded; cmd/provider's default is
+	// DefaultMaxRoutineRequests.
+	MaxRoutineRequests int
 
 	// Poll is the safety-net interval at which each managed resource is
 	// checked; PollJitter spreads it by up to this fraction either way.
@@ -136,6 +143,11 @@ func Scheme() (*kruntime.Scheme, error) {
 	return s, errors.Wrap(apis.AddToScheme(s), "cannot add APIs to scheme")
 }
 
+// DefaultMaxRoutineRequests is --max-routine-requests' default: as many
+// requests in flight as the fleet benchmark's raw client keeps, which paces a
+// fleet's converge as fast as the API server takes it on 2 cores.
+const DefaultMaxRoutineRequests = 32
+
 // New builds the provider o describes. Start runs it.
 func New(o Options) (*Provider, error) { //nolint:gocyclo // A list of steps.
 	if o.Config == nil {
@@ -162,6 +174,9 @@ func New(o Options) (*Provider, error) { //nolint:gocyclo // A list of steps.
 	cfg := rest.CopyConfig(o.Config)
 	apimetrics.Instrument(cfg)
 	if err := apimetrics.Register(reg); err != nil {
+		return nil, err
+	}
+	if err := urgency.Gate(cfg, o.MaxRoutineRequests, reg); err != nil {
 		return nil, err
 	}
 	local := rest.CopyConfig(cfg)

@@ -281,6 +281,7 @@ func ProviderOptions(cfg *rest.Config, poll time.Duration, rate int) provider.Op
 		Config:             cfg,
 		Namespace:          ProviderNamespace,
 		MaxReconcileRate:   rate,
+		MaxRoutineRequests: provider.DefaultMaxRoutineRequests,
 		Poll:               poll,
 		Sync:               time.Hour,
 		ManagementPolicies: true,

@@ -88,7 +88,8 @@ func (q urgentQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Reques
 var pending sync.Map
 
 // Limited is crossplane-runtime's ratelimiter.NewReconciler(name, r, l) for
-// every request but urgent ones, which run at once, and converged ones, which
+// every request but urgent ones, which run at once (their context marked,
+// WithUrgent, so their requests skip Gate), and converged ones, which
 // draw from a bucket ConvergedShare times larger. The global limiter hands
 // out its slots in the order reconciles ask for them, and a controller's
 // workers drain a queue of 10,000 new resources into slots up to 100 s ahead
@@ -126,7 +127,7 @@ type limited struct {
 
 func (l *limited) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	if _, ok := pending.LoadAndDelete(req); ok {
-		return l.inner.Reconcile(ctx, req)
+		return l.inner.Reconcile(WithUrgent(ctx), req)
 	}
 	item := l.name + req.String()
 	if _, ok := l.putOff.LoadAndDelete(item); ok {

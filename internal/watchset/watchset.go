@@ -171,6 +171,8 @@ type Set struct {
 	named    map[group]map[string]struct{}
 	owners   map[types.NamespacedName]map[key]struct{}
 	interest map[types.NamespacedName]Interest
+	// ownWrites are owners' writes whose events are not theirs (Wrote).
+	ownWrites map[object]ownWrite
 
 	// coalesceAbove is the package constant; tests lower or raise it.
 	coalesceAbove int
@@ -201,6 +203,8 @@ func New(log logging.Logger) *Set {
 		named:    map[group]map[string]struct{}{},
 		owners:   map[types.NamespacedName]map[key]struct{}{},
 		interest: map[types.NamespacedName]Interest{},
+
+		ownWrites: map[object]ownWrite{},
 
 		coalesceAbove: coalesceAbove,
 	}
@@ -524,6 +528,9 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(listed bool, objs .
 			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 				o = t.Obj
 			}
+			// A deletion is nobody's own write: the copy a rule made and
+			// somebody deleted must be made again.
+			s.forgetWrite(key{cluster: c.ID, Watch: w}, o)
 			notify(false, o)
 		},
 	}); err != nil {
@@ -550,7 +557,7 @@ func (s *Set) notify(k key, listed bool, objs ...any) {
 	s.mu.Lock()
 	var owners []types.NamespacedName
 	if r, ok := s.watches[k]; ok {
-		owners = s.concerned(r.owners, k.Watch, objs)
+		owners = s.concerned(r.owners, k, objs)
 	}
 	s.mu.Unlock()
 	s.enqueue(owners, listed)
@@ -571,19 +578,19 @@ func (s *Set) notifyNames(g group, listed bool, objs ...any) {
 	var owners []types.NamespacedName
 	if r, ok := s.shared[g]; ok {
 		for _, v := range values {
-			owners = append(owners, s.concerned(r.names[v], g.watch(v).Watch, objs)...)
+			owners = append(owners, s.concerned(r.names[v], g.watch(v), objs)...)
 		}
 	}
 	s.mu.Unlock()
 	s.enqueue(owners, listed)
 }
 
-// concerned returns those of owners that an event of w about objs concerns;
-// s.mu is held.
-func (s *Set) concerned(owners map[types.NamespacedName]struct{}, w Watch, objs []any) []types.NamespacedName {
+// concerned returns those of owners that an event of w about objs concerns
+// and that did not make it themselves; s.mu is held.
+func (s *Set) concerned(owners map[types.NamespacedName]struct{}, k key, objs []any) []types.NamespacedName {
 	out := make([]types.NamespacedName, 0, len(owners))
 	for o := range owners {
-		if concerns(s.interest[o], w, objs) {
+		if concerns(s.interest[o], k.Watch, objs) && !s.isOwnWrite(o, k, objs) {
 			out = append(out, o)
 		}
 	}

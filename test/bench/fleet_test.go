@@ -469,7 +469,7 @@ func BenchmarkFleet(b *testing.B) {
 	probing.Wait()
 	r.DuringMs = during
 
-	if _, err := settled(ctx); err != nil {
+	if _, err := settledPolling(ctx, n+fleetProbes); err != nil {
 		b.Fatal(err)
 	}
 	after, err := fleetSample(ctx)
@@ -487,7 +487,7 @@ func BenchmarkFleet(b *testing.B) {
 		}
 		r.AfterMs = append(r.AfterMs, d)
 	}
-	if _, err := settled(ctx); err != nil {
+	if _, err := settledPolling(ctx, n+fleetProbes); err != nil {
 		b.Fatal(err)
 	}
 	probed, err := fleetScrape()

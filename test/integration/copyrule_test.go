@@ -361,6 +361,47 @@ func TestCopyRuleConvergedWritesNothing(t *testing.T) {
 	}
 }
 
+// TestCopyRuleOwnWritesDoNotReconcileIt: an edit of a source reconciles its
+// rule once. The rule updates its five copies, and their events, being its
+// own writes, do not reconcile it again; at fleet size that second reconcile
+// of every rule cost as much as the first. Each reconcile lists the rule's
+// sources once, which is how the test counts them.
+func TestCopyRuleOwnWritesDoNotReconcileIt(t *testing.T) {
+	src := env.Namespace(t, "copy-own-src", nil)
+	var targets []string
+	for range 5 {
+		targets = append(targets, env.Namespace(t, "copy-own", nil))
+	}
+	create(t, configMap(src, "one", map[string]string{"a": "1"}, map[string]string{"own": "yes"}))
+	r := copyRule(t, src, "own-writes", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"own": "yes"}}, Namespaces: targets})
+	settled(t, r)
+	for _, ns := range targets {
+		copyHolds(t, ns, "one", map[string]string{"a": "1"})
+	}
+	testenv.WaitIdle(t, wait)
+	mark := env.Requests.Len()
+	p := client.RawPatch(types.MergePatchType, []byte(`{"data":{"a":"2"}}`))
+	if err := env.Client.Patch(context.Background(), configMap(src, "one", nil, nil), p); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range targets {
+		copyHolds(t, ns, "one", map[string]string{"a": "2"})
+	}
+	testenv.WaitIdle(t, wait)
+	var lists, seen []string
+	for _, q := range env.Requests.Since(mark) {
+		if strings.Contains(q, "/namespaces/"+src+"/") || strings.Contains(q, "/namespaces/copy-own-") {
+			seen = append(seen, q)
+		}
+		if strings.HasPrefix(q, "GET /api/v1/namespaces/"+src+"/configmaps?") {
+			lists = append(lists, q)
+		}
+	}
+	if len(lists) != 1 {
+		t.Errorf("the source edit reconciled the rule %d times (its lists of the sources), want 1\nthe provider's requests:\n%s", len(lists), strings.Join(seen, "\n"))
+	}
+}
+
 func TestCopyRuleReach(t *testing.T) {
 	src := env.Namespace(t, "copy-rsrc", nil)
 	ok := env.Namespace(t, "copy-ok", nil)

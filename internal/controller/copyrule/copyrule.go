@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -215,8 +216,7 @@ func (e *external) occupied(ctx context.Context, cr *v1alpha1.CopyRule, sources 
 func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem) error {
 	p := cr.Spec.ForProvider
 	res := corev1.SchemeGroupVersion.WithResource(strings.ToLower(p.Kind) + "s")
-	// Copies are of another kind than sources when Secrets go into ConfigMaps.
-	copyRes := corev1.SchemeGroupVersion.WithResource(strings.ToLower(CopyKind(p)) + "s")
+	copyRes := copyResource(p)
 	ws := []watchset.Watch{
 		namespacesWatch,
 		{Resource: copyRes, Labels: copyMark.Selector(cr).String()},
@@ -249,6 +249,12 @@ func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 		on = append(on, watchset.On{Cluster: e.source, Watches: sws})
 	}
 	return errors.Wrap(e.watches.EnsureOn(owner, on...), "cannot watch the rule's sources and copies")
+}
+
+// copyResource is the resource of a rule's copies: another than the sources'
+// when Secrets go into ConfigMaps.
+func copyResource(p v1alpha1.CopyRuleParameters) schema.GroupVersionResource {
+	return corev1.SchemeGroupVersion.WithResource(strings.ToLower(CopyKind(p)) + "s")
 }
 
 // interest is what of the namespaces watch concerns the rule: its source
@@ -352,7 +358,7 @@ func (e *external) Create(context.Context, *v1alpha1.CopyRule) (managed.External
 // reports what it did in one event.
 func (e *external) Update(ctx context.Context, cr *v1alpha1.CopyRule) (managed.ExternalUpdate, error) {
 	p := cr.Spec.ForProvider
-	w := &writer{c: e.cluster.Client, kind: CopyKind(p), owner: owner(cr), policy: p.ConflictPolicy}
+	w := e.writer(cr)
 	r := w.Run(ctx, e.plan.Actions, max(int(p.MaxParallelWrites), 1))
 	e.plan.Skipped += r.Skipped
 	problems := append(r.Problems, e.plan.Problems...) //nolint:gocritic // A new slice of both.
@@ -369,6 +375,19 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 		return managed.ExternalUpdate{}, err
 	}
 	return managed.ExternalUpdate{}, nil
+}
+
+// writer writes cr's copies. The events of its writes do not reconcile cr
+// again (watchset's Writing): it knows what it wrote, and a rule writing
+// 1,000 copies was otherwise reconciled once more by their creation.
+func (e *external) writer(cr *v1alpha1.CopyRule) *writer {
+	p := cr.Spec.ForProvider
+	nn := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
+	res := copyResource(p)
+	return &writer{c: e.cluster.Client, kind: CopyKind(p), owner: owner(cr), policy: p.ConflictPolicy,
+		writing: func(namespace, name, before string) func(error) {
+			return e.watches.Writing(nn, e.cluster, res, namespace, name, before)
+		}}
 }
 
 // summary is the one event of a reconcile's writes, e.g. "Created 3, updated 1
@@ -414,7 +433,7 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 		}
 		actions = append(actions, Action{Op: OpPrune, Object: c})
 	}
-	w := &writer{c: e.cluster.Client, kind: CopyKind(p), owner: owner(cr), policy: p.ConflictPolicy}
+	w := e.writer(cr)
 	r := w.Run(ctx, actions, max(int(p.MaxParallelWrites), 1))
 	if s := summary(CopyKind(p), r.Done); s != "" {
 		e.record.Event(cr, event.Normal(reasonSynced, s))

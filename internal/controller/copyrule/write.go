@@ -34,6 +34,22 @@ type writer struct {
 	kind   string
 	owner  Owner
 	policy v1alpha1.ConflictPolicy
+	// writing, when set, hears of each create or update before it is made:
+	// the object's namespace and name, and the version it is written from
+	// (none for a create). What it returns hears of the write's error.
+	writing func(namespace, name, before string) func(error)
+}
+
+// write makes write, a create or update of o from version before, telling
+// writing of it.
+func (w *writer) write(o client.Object, before string, write func() error) error {
+	if w.writing == nil {
+		return write()
+	}
+	done := w.writing(o.GetNamespace(), o.GetName(), before)
+	err := write()
+	done(err)
+	return err
 }
 
 // Run runs the actions, at most parallel at once. A failed write does not
@@ -73,7 +89,8 @@ func (w *writer) Run(ctx context.Context, actions []Action, parallel int) Result
 func (w *writer) run(ctx context.Context, a Action) (Op, string, error) {
 	switch a.Op {
 	case OpCreate:
-		err := w.c.Create(ctx, a.Object.ToAPI(w.kind))
+		o := a.Object.ToAPI(w.kind)
+		err := w.write(o, "", func() error { return w.c.Create(ctx, o) })
 		if !kerrors.IsAlreadyExists(err) {
 			return OpCreate, "", err
 		}
@@ -88,7 +105,8 @@ func (w *writer) run(ctx context.Context, a Action) (Op, string, error) {
 		}
 		return w.run(ctx, taken)
 	case OpUpdate, OpRelease:
-		return a.Op, "", w.c.Update(ctx, a.Object.ToAPI(w.kind))
+		o := a.Object.ToAPI(w.kind)
+		return a.Op, "", w.write(o, a.Object.ResourceVersion, func() error { return w.c.Update(ctx, o) })
 	case OpReplace:
 		cur := a.Current.ToAPI(w.kind)
 		// The preconditions make sure what is deleted is what was compared.
@@ -98,7 +116,8 @@ func (w *writer) run(ctx context.Context, a Action) (Op, string, error) {
 		}
 		o := a.Object
 		o.ResourceVersion = ""
-		return OpReplace, "", w.c.Create(ctx, o.ToAPI(w.kind))
+		made := o.ToAPI(w.kind)
+		return OpReplace, "", w.write(made, "", func() error { return w.c.Create(ctx, made) })
 	case OpPrune:
 		o := a.Object.ToAPI(w.kind)
 		err := w.c.Delete(ctx, o, client.Preconditions{UID: ptr.To(a.Object.UID)})

@@ -1,0 +1,134 @@
+package urgency
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+func TestRoutine(t *testing.T) {
+	cases := map[string]struct {
+		url    string
+		urgent bool
+		want   bool
+	}{
+		"Get":             {url: "/apis/apps/v1/namespaces/a/deployments/d", want: true},
+		"List":            {url: "/api/v1/namespaces/a/configmaps?labelSelector=x", want: true},
+		"UrgentGet":       {url: "/apis/apps/v1/namespaces/a/deployments/d", urgent: true},
+		"Watch":           {url: "/api/v1/namespaces/a/configmaps?watch=true&resourceVersion=1"},
+		"LegacyWatchPath": {url: "/api/v1/watch/namespaces/a/configmaps"},
+		"Lease":           {url: "/apis/coordination.k8s.io/v1/namespaces/crossplane-system/leases/x"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			if tc.urgent {
+				ctx = WithUrgent(ctx)
+			}
+			req := httptest.NewRequest(http.MethodGet, tc.url, nil).WithContext(ctx)
+			if got := Routine(req); got != tc.want {
+				t.Errorf("Routine(%s, urgent %t) = %t, want %t", tc.url, tc.urgent, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestGate runs a real client against a server that holds every request
+// until released: routine requests beyond the bound wait, an urgent one
+// does not, and a waiting one gives up with its context.
+func TestGate(t *testing.T) {
+	release := make(chan struct{})
+	var inFlight, most atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		if r.URL.Query().Get("hold") == "true" {
+			<-release
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+
+	cfg := &rest.Config{Host: srv.URL}
+	if err := Gate(cfg, 2, prometheus.NewRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(ctx context.Context, hold bool) error {
+		u := srv.URL + "/api/v1/namespaces/a/configmaps/c"
+		if hold {
+			u += "?hold=true"
+		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		return resp.Body.Close()
+	}
+
+	done := make(chan error, 3)
+	for range 3 {
+		go func() { done <- get(context.Background(), true) }()
+	}
+	waitFor(t, func() bool { return inFlight.Load() == 2 && testutil.ToFloat64(waiting) == 1 })
+
+	if err := get(WithUrgent(context.Background()), false); err != nil {
+		t.Errorf("an urgent request with the gate full: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := get(ctx, false); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("a routine request with the gate full: got %v, want it to wait until its context ends", err)
+	}
+
+	close(release)
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Errorf("held request: %v", err)
+		}
+	}
+	if m := most.Load(); m != 3 {
+		t.Errorf("most requests in flight = %d, want 3: the bound of 2, plus the urgent one", m)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met within 10 s")
+		}
+	}
+}
+
+func TestLimitedMarksUrgent(t *testing.T) {
+	var got []bool
+	r := Limited("test", reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+		got = append(got, IsUrgent(ctx))
+		return reconcile.Result{}, nil
+	}), nil, nil)
+	req := reconcile.Request{}
+	req.Namespace, req.Name = "gate", "marked"
+	pending.Store(req, struct{}{})
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !got[0] {
+		t.Errorf("urgent reconcile's context IsUrgent: got %v, want [true]", got)
+	}
+}
