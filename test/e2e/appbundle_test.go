@@ -65,14 +65,43 @@ func TestAppBundleOnLocalControlPlane(t *testing.T) {
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
 		t.Fatal(err)
 	}
+	// The replacement runs in well under 100 ms on kwok, too fast for a poll
+	// to catch the gap: watch every write to the AppBundle from the version
+	// last read instead.
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	w, err := wc.Watch(wctx, &workloadv1alpha1.AppBundleList{}, client.InNamespace(ns),
+		client.MatchingFields{"metadata.name": "web"}, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: ab.ResourceVersion}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	deleted := d.UID
 	if err := env.Client.Delete(ctx, d); err != nil {
 		t.Fatal(err)
 	}
-	testenv.Eventually(t, time.Minute, "Ready to drop while the Deployment is replaced", func(ctx context.Context) (bool, error) {
-		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, ab)
-		return ab.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue || ab.Status.AtProvider.ReadyReplicas == 0, err
-	})
+	dropped := false
+	for ev := range w.ResultChan() {
+		if got, ok := ev.Object.(*workloadv1alpha1.AppBundle); ok &&
+			(got.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue || got.Status.AtProvider.ReadyReplicas == 0) {
+			dropped = true
+			break
+		}
+	}
+	if !dropped {
+		t.Fatal("the AppBundle never reported itself not Ready while its Deployment was replaced")
+	}
 	ready("the AppBundle to be Ready again")
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
+		t.Fatal(err)
+	}
+	if d.UID == deleted {
+		t.Errorf("Deployment web is still %s, want a replacement", deleted)
+	}
 }
 
 func ptrTo[T any](v T) *T { return &v }
