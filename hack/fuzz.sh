@@ -24,6 +24,7 @@ TARGETS="
 ./internal/controller/copyrule/             FuzzSelectTargets
 ./internal/controller/copyrule/             FuzzCopyContent
 ./internal/controller/copyrule/             FuzzMakePlan
+./internal/controller/copyrule/             FuzzSummarizedPlan
 ./internal/controller/copyrule/             FuzzSourceConflicts
 ./internal/controller/copyrule/             FuzzTransform
 ./internal/window/                          FuzzWindow

@@ -525,3 +525,81 @@ func TestCopyRuleWithoutDeletePolicyPrunesNothing(t *testing.T) {
 	})
 	copyHolds(t, dst, "conf", map[string]string{"k": "v"})
 }
+
+// TestCopyRuleReadsOnlyCopiesThatChanged: a rule in sync, reconciled again,
+// reads none of its copies (it remembers each at the version it wrote, and
+// the copies watch says none moved); a copy someone edits is read alone and
+// repaired. Before, every reconcile listed the rule's copies by label across
+// the cluster: a scan of every ConfigMap on the API server, O(N²) for a
+// fleet.
+func TestCopyRuleReadsOnlyCopiesThatChanged(t *testing.T) {
+	ctx := context.Background()
+	src := env.Namespace(t, "copy-known-src", nil)
+	var targets []string
+	for range 5 {
+		targets = append(targets, env.Namespace(t, "copy-known", nil))
+	}
+	create(t, configMap(src, "one", map[string]string{"a": "1"}, map[string]string{"team": "x"}))
+	r := copyRule(t, src, "known", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"one"}, Namespaces: targets,
+		Metadata: &copyv1alpha1.CopyMetadata{Annotations: map[string]copyv1alpha1.AnnotationValue{"owner": "platform"}}})
+	settled(t, r)
+	for _, ns := range targets {
+		copyHolds(t, ns, "one", map[string]string{"a": "1"})
+	}
+	testenv.WaitIdle(t, wait)
+
+	// reads returns the provider's reads of the source and of copies since
+	// mark, and its lists of ConfigMaps across the cluster.
+	reads := func(mark int) (source, copies, lists []string) {
+		for _, q := range env.Requests.Since(mark) {
+			switch {
+			case strings.HasPrefix(q, "GET /api/v1/namespaces/"+src+"/configmaps/one"):
+				source = append(source, q)
+			case strings.HasPrefix(q, "GET /api/v1/namespaces/copy-known-") && strings.Contains(q, "/configmaps"):
+				copies = append(copies, q)
+			case strings.HasPrefix(q, "GET /api/v1/configmaps?"):
+				lists = append(lists, q)
+			}
+		}
+		return source, copies, lists
+	}
+
+	// An edit of the source that no copy carries reconciles the rule.
+	mark := env.Requests.Len()
+	touch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"touched":"yes"}}}`))
+	if err := env.Client.Patch(ctx, configMap(src, "one", nil, nil), touch); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "the rule to read its source again", func(context.Context) (bool, error) {
+		s, _, _ := reads(mark)
+		return len(s) > 0, nil
+	})
+	testenv.WaitIdle(t, wait)
+	if _, copies, lists := reads(mark); len(copies)+len(lists) > 0 {
+		t.Errorf("a rule in sync read its copies:\n%s", strings.Join(append(copies, lists...), "\n"))
+	}
+
+	// Someone edits one copy: that copy alone is read, and repaired.
+	mark = env.Requests.Len()
+	edit := client.RawPatch(types.MergePatchType, []byte(`{"data":{"a":"edited"}}`))
+	if err := env.Client.Patch(ctx, configMap(targets[2], "one", nil, nil), edit); err != nil {
+		t.Fatal(err)
+	}
+	copyHolds(t, targets[2], "one", map[string]string{"a": "1"})
+	testenv.WaitIdle(t, wait)
+	_, copies, lists := reads(mark)
+	for _, q := range copies {
+		if !strings.Contains(q, "/namespaces/"+targets[2]+"/") {
+			t.Errorf("read a copy nobody changed: %s", q)
+		}
+	}
+	if len(lists) > 0 || len(copies) == 0 {
+		t.Errorf("repairing one copy read %d copies and listed %d times, want that copy read and no list:\n%s", len(copies), len(lists), strings.Join(append(copies, lists...), "\n"))
+	}
+	for _, ns := range targets {
+		cm := copyHolds(t, ns, "one", map[string]string{"a": "1"})
+		if cm.Annotations["owner"] != "platform" {
+			t.Errorf("copy in %s has annotations %v, want owner=platform", ns, cm.Annotations)
+		}
+	}
+}

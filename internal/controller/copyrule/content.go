@@ -42,7 +42,15 @@ type Object struct {
 	Bytes     map[string][]byte
 	Type      corev1.SecretType
 	Immutable bool
+	// Summary, when set, stands for a copy's content and the rule's marks,
+	// which were not read: Data, Bytes and most metadata are empty (known.go).
+	Summary *Summary
 }
+
+// A Summary is what a rule needs to tell whether a copy is in sync, as it
+// remembers the copy at one version: digests of its content (Hash) and of
+// the marks the rule sets on it (marks).
+type Summary struct{ Content, Marks string }
 
 // FromConfigMap and FromSecret turn the API objects into Objects.
 func FromConfigMap(cm *corev1.ConfigMap) Object {
@@ -166,6 +174,12 @@ func removeAdded(a map[string]string) {
 // write: equal content, the annotations the rule adds, and the rule's own
 // annotations in place.
 func InSync(owner Owner, src Object, h string, c Object) bool {
+	if c.Summary != nil {
+		// The same comparison on digests: the marks of the copy Desired
+		// would write are those the checks below compare one by one.
+		return c.Summary.Content == h && OwnedBy(owner, c) &&
+			c.Summary.Marks == marks(Desired(owner, src, h, c.Namespace, nil, false).Annotations)
+	}
 	add := added(src)
 	for k, v := range add {
 		if c.Annotations[k] != v {
@@ -178,6 +192,22 @@ func InSync(owner Owner, src Object, h string, c Object) bool {
 		c.Annotations[AnnotationRule] == owner.Namespace+"/"+owner.Name &&
 		c.Annotations[AnnotationSource] == sourceOf(src) &&
 		c.Annotations[AnnotationHash] == h
+}
+
+// marks is the digest of the annotations InSync compares: the rule's own, the
+// list of those it added, and the added ones by that list.
+func marks(a map[string]string) string {
+	keys := []string{AnnotationAdded, AnnotationRule, AnnotationSource, AnnotationHash}
+	if l := a[AnnotationAdded]; l != "" {
+		keys = append(keys, strings.Split(l, ",")...)
+	}
+	kv := make([][2]string, 0, len(keys))
+	for _, k := range keys {
+		kv = append(kv, [2]string{k, a[k]})
+	}
+	b, _ := json.Marshal(kv) //nolint:errchkjson // Pairs of strings always marshal.
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
 }
 
 // OwnedBy reports whether o is a copy of rule owner.

@@ -44,12 +44,13 @@ const (
 // Setup adds the CopyRule controller to mgr.
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	ws := watchset.New(o.Logger.WithValues("controller", managed.ControllerName(v1alpha1.CopyRuleGroupKind)))
+	known := newKnownCopies()
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.CopyRule]{
 		GroupVersionKind: resource.ManagedKind(v1alpha1.CopyRuleGroupVersionKind),
 		Object:           &v1alpha1.CopyRule{},
 		List:             &v1alpha1.CopyRuleList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.CopyRule) managed.TypedExternalClient[*v1alpha1.CopyRule] {
-			return &external{cluster: c, resolver: r, record: rec, watches: ws, now: time.Now}
+			return &external{cluster: c, resolver: r, record: rec, watches: ws, known: known, now: time.Now}
 		},
 		// Sources, copies and namespaces are watched narrowly, as metadata:
 		// the copies and namespaces on the cluster the rule writes to, the
@@ -68,7 +69,9 @@ type external struct {
 	source  *target.Cluster
 	record  event.Recorder
 	watches *watchset.Set
-	now     func() time.Time
+	// known is what the controller knows of each rule's copies unread.
+	known *knownCopies
+	now   func() time.Time
 
 	// plan is what Observe found to do; Update carries it out.
 	plan Plan
@@ -104,7 +107,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 		if err := e.watch(cr, cr.Status.AtProvider.Problems); err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		copies, err := readCopies(ctx, e.cluster.Client, CopyKind(p), cr)
+		copies, err := e.copies(ctx, cr)
 		if err != nil {
 			return managed.ExternalObservation{}, sideError(err, "target", tgt)
 		}
@@ -113,6 +116,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 				return managed.ExternalObservation{ResourceExists: true}, nil
 			}
 		}
+		e.known.drop(cr.GetUID())
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 	srcCl, err := e.sourceCluster(ctx, cr)
@@ -136,7 +140,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	copies, err := readCopies(ctx, e.cluster.Client, CopyKind(p), cr)
+	copies, err := e.copies(ctx, cr)
 	if err != nil {
 		return managed.ExternalObservation{}, sideError(err, "target", tgt)
 	}
@@ -144,11 +148,20 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	if err != nil {
 		return managed.ExternalObservation{}, sideError(err, "target", tgt)
 	}
-	e.plan = MakePlan(PlanInput{
+	in := PlanInput{
 		Owner: owner(cr), Sources: sources, Targets: targets, Copies: copies, Occupied: occupied,
 		Policy: p.ConflictPolicy, MayDelete: mayDelete(cr), Reachable: reachable, Transform: tr,
 		Conflicted: conflicts,
-	})
+	}
+	e.plan = MakePlan(in)
+	if refs := summarized(copies, e.plan.Actions); len(refs) > 0 {
+		// The copies to write whole are read, and the plan made again from
+		// them: the same decisions, unless one changed in between.
+		if in.Copies, err = e.whole(ctx, cr, copies, refs); err != nil {
+			return managed.ExternalObservation{}, sideError(err, "target", tgt)
+		}
+		e.plan = MakePlan(in)
+	}
 	for _, r := range slices.SortedFunc(maps.Keys(refused), func(a, b Ref) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) }) {
 		e.plan.Problems = append(e.plan.Problems, v1alpha1.CopyProblem{Namespace: r.Namespace, Name: r.Name, Reason: v1alpha1.ProblemRefused, Message: refused[r]})
 	}
@@ -219,7 +232,7 @@ func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 	copyRes := copyResource(p)
 	ws := []watchset.Watch{
 		namespacesWatch,
-		{Resource: copyRes, Labels: copyMark.Selector(cr).String()},
+		copiesWatch(cr),
 	}
 	var sws []watchset.Watch
 	for _, src := range SourceNamespaces(p, cr.GetNamespace()) {
@@ -384,10 +397,12 @@ func (e *external) writer(cr *v1alpha1.CopyRule) *writer {
 	p := cr.Spec.ForProvider
 	nn := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
 	res := copyResource(p)
-	return &writer{c: e.cluster.Client, kind: CopyKind(p), owner: owner(cr), policy: p.ConflictPolicy,
+	own := owner(cr)
+	return &writer{c: e.cluster.Client, kind: CopyKind(p), owner: own, policy: p.ConflictPolicy,
 		writing: func(namespace, name, before string) func(error) {
 			return e.watches.Writing(nn, e.cluster, res, namespace, name, before)
-		}}
+		},
+		wrote: func(ref Ref, o *Object) { e.known.wrote(own, ref, o) }}
 }
 
 // summary is the one event of a reconcile's writes, e.g. "Created 3, updated 1
@@ -418,9 +433,21 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 		return managed.ExternalDelete{}, err
 	}
 	reachable := e.reach(cr, nss)
-	copies, err := readCopies(ctx, e.cluster.Client, CopyKind(p), cr)
+	copies, err := e.copies(ctx, cr)
 	if err != nil {
 		return managed.ExternalDelete{}, err
+	}
+	var taken []Ref
+	for _, c := range copies {
+		if TakenOver(c) && c.Summary != nil {
+			taken = append(taken, Ref{c.Namespace, c.Name})
+		}
+	}
+	if len(taken) > 0 {
+		// A release writes the object whole.
+		if copies, err = e.whole(ctx, cr, copies, taken); err != nil {
+			return managed.ExternalDelete{}, err
+		}
 	}
 	var actions []Action
 	for _, c := range copies {

@@ -56,7 +56,7 @@ func newExternal(t *testing.T, objs ...client.Object) (*external, client.Client,
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).Build()
 	rec := &recorder{}
 	cl := &target.Cluster{ID: "fake", Client: c, Config: &rest.Config{Host: refuse.URL}, Local: true, Reach: reach.Policy{Namespaces: []string{"*"}, Denied: []string{"kube-system"}}}
-	return &external{cluster: cl, record: rec, watches: ws, now: func() time.Time { return time.Unix(1700000000, 0) }}, c, rec
+	return &external{cluster: cl, record: rec, watches: ws, known: newKnownCopies(), now: func() time.Time { return time.Unix(1700000000, 0) }}, c, rec
 }
 
 func ns(name string) *corev1.Namespace {

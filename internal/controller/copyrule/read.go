@@ -50,13 +50,19 @@ func get(ctx context.Context, c client.Reader, kind string, ref Ref) (Object, bo
 	case err != nil:
 		return Object{}, false, err
 	}
+	out, ok := fromAPI(o)
+	return out, ok, nil
+}
+
+// fromAPI turns a ConfigMap or a Secret into an Object; false for any other.
+func fromAPI(o client.Object) (Object, bool) {
 	switch t := o.(type) {
 	case *corev1.Secret:
-		return FromSecret(t), true, nil
+		return FromSecret(t), true
 	case *corev1.ConfigMap:
-		return FromConfigMap(t), true, nil
+		return FromConfigMap(t), true
 	}
-	return Object{}, false, nil
+	return Object{}, false
 }
 
 // readSources returns the objects the rule selects in each of namespaces

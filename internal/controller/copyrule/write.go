@@ -38,18 +38,33 @@ type writer struct {
 	// the object's namespace and name, and the version it is written from
 	// (none for a create). What it returns hears of the write's error.
 	writing func(namespace, name, before string) func(error)
+	// wrote, when set, hears of each object written as the API server
+	// returned it, or of its deletion (nil).
+	wrote func(ref Ref, o *Object)
 }
 
 // write makes write, a create or update of o from version before, telling
 // writing of it.
 func (w *writer) write(o client.Object, before string, write func() error) error {
-	if w.writing == nil {
-		return write()
+	done := func(error) {}
+	if w.writing != nil {
+		done = w.writing(o.GetNamespace(), o.GetName(), before)
 	}
-	done := w.writing(o.GetNamespace(), o.GetName(), before)
 	err := write()
 	done(err)
+	if err == nil {
+		if got, ok := fromAPI(o); ok {
+			w.written(Ref{o.GetNamespace(), o.GetName()}, &got)
+		}
+	}
 	return err
+}
+
+// written tells wrote, when set, of what is at ref now: o, or nothing.
+func (w *writer) written(ref Ref, o *Object) {
+	if w.wrote != nil {
+		w.wrote(ref, o)
+	}
 }
 
 // Run runs the actions, at most parallel at once. A failed write does not
@@ -114,6 +129,7 @@ func (w *writer) run(ctx context.Context, a Action) (Op, string, error) {
 		if err != nil && !kerrors.IsNotFound(err) {
 			return OpReplace, "", err
 		}
+		w.written(Ref{a.Current.Namespace, a.Current.Name}, nil)
 		o := a.Object
 		o.ResourceVersion = ""
 		made := o.ToAPI(w.kind)
@@ -123,6 +139,9 @@ func (w *writer) run(ctx context.Context, a Action) (Op, string, error) {
 		err := w.c.Delete(ctx, o, client.Preconditions{UID: ptr.To(a.Object.UID)})
 		if kerrors.IsNotFound(err) {
 			err = nil
+		}
+		if err == nil {
+			w.written(Ref{a.Object.Namespace, a.Object.Name}, nil)
 		}
 		return OpPrune, "", err
 	}
