@@ -83,7 +83,7 @@ func TestPollRoundCost(t *testing.T) {
 		{mr: &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Name: "copy", Namespace: ns},
 			Spec: copyv1alpha1.CopyRuleSpec{ForProvider: copyv1alpha1.CopyRuleParameters{
 				Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{dst},
-			}}}, kind: copyv1alpha1.CopyRuleGroupKind, reads: 2},
+			}}}, kind: copyv1alpha1.CopyRuleGroupKind, reads: 1},
 		{mr: &chaosv1alpha1.ChaosAgent{ObjectMeta: metav1.ObjectMeta{Name: "chaos", Namespace: ns},
 			Spec: chaosv1alpha1.ChaosAgentSpec{ForProvider: chaosv1alpha1.ChaosAgentParameters{
 				TantrumMode: true, PodTolerance: 1000, Eagerness: 1, DryRun: true,
