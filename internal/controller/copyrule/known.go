@@ -135,7 +135,7 @@ func copiesWatch(cr *v1alpha1.CopyRule) watchset.Watch {
 // are read, one by one when few, in one list when many. Before the watch
 // has synced they are listed.
 func (e *external) copies(ctx context.Context, cr *v1alpha1.CopyRule) ([]Object, error) {
-	kind, own := CopyKind(cr.Spec.ForProvider), owner(cr)
+	own := owner(cr)
 	listed, ok := e.watches.List(e.cluster, copiesWatch(cr))
 	if !ok {
 		return e.listCopies(ctx, cr)
@@ -159,12 +159,12 @@ func (e *external) copies(ctx context.Context, cr *v1alpha1.CopyRule) ([]Object,
 		return e.listCopies(ctx, cr)
 	}
 	for _, ref := range unread {
-		o, found, err := get(ctx, e.cluster.Client, kind, ref)
+		o, err := e.readCopy(ctx, cr, ref)
 		if err != nil {
-			return nil, errors.Wrapf(err, "cannot get the rule's %s copy %q in namespace %q", kind, ref.Name, ref.Namespace)
+			return nil, err
 		}
-		if found && OwnedBy(own, o) {
-			out = append(out, o)
+		if o != nil {
+			out = append(out, *o)
 		}
 	}
 	slices.SortFunc(out, func(a, b Object) int {
@@ -172,6 +172,20 @@ func (e *external) copies(ctx context.Context, cr *v1alpha1.CopyRule) ([]Object,
 	})
 	e.known.set(cr.GetUID(), out)
 	return out, nil
+}
+
+// readCopy reads the rule's copy ref; nil when it is gone or no longer the
+// rule's.
+func (e *external) readCopy(ctx context.Context, cr *v1alpha1.CopyRule, ref Ref) (*Object, error) {
+	kind := CopyKind(cr.Spec.ForProvider)
+	o, found, err := get(ctx, e.cluster.Client, kind, ref)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot get the rule's %s copy %q in namespace %q", kind, ref.Name, ref.Namespace)
+	}
+	if !found || !OwnedBy(owner(cr), o) {
+		return nil, nil //nolint:nilnil // Gone, or no copy of the rule: nothing to plan from.
+	}
+	return &o, nil
 }
 
 // listCopies lists the rule's copies and remembers them.
@@ -191,18 +205,13 @@ func (e *external) whole(ctx context.Context, cr *v1alpha1.CopyRule, copies []Ob
 	if len(refs) > readEachUpTo {
 		return e.listCopies(ctx, cr)
 	}
-	kind, own := CopyKind(cr.Spec.ForProvider), owner(cr)
 	read := make(map[Ref]*Object, len(refs))
 	for _, ref := range refs {
-		o, found, err := get(ctx, e.cluster.Client, kind, ref)
+		o, err := e.readCopy(ctx, cr, ref)
 		if err != nil {
-			return nil, errors.Wrapf(err, "cannot get the rule's %s copy %q in namespace %q", kind, ref.Name, ref.Namespace)
+			return nil, err
 		}
-		if found && OwnedBy(own, o) {
-			read[ref] = &o
-		} else {
-			read[ref] = nil
-		}
+		read[ref] = o
 	}
 	out := make([]Object, 0, len(copies))
 	for _, c := range copies {

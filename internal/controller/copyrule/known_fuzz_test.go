@@ -19,14 +19,7 @@ func FuzzSummarizedPlan(f *testing.F) {
 	f.Add([]byte{255, 17, 3, 200, 9, 42, 0, 0, 1, 128, 64, 7}, []byte{0, 9, 4, 4, 1})
 	f.Fuzz(func(t *testing.T, world, tamper []byte) {
 		in := planWorld(world)
-		next := func() byte {
-			if len(tamper) == 0 {
-				return 0
-			}
-			v := tamper[0]
-			tamper = tamper[1:]
-			return v
-		}
+		next := byteReader(tamper)
 		if next()%2 == 1 {
 			in.Transform.Annotations = map[string]string{"owner": "platform"}
 		}

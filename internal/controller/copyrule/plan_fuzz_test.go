@@ -72,14 +72,7 @@ func FuzzMakePlan(f *testing.F) {
 // planWorld decodes a PlanInput from b, on a small alphabet of names so that
 // sources, copies and strangers collide.
 func planWorld(b []byte) PlanInput {
-	next := func() byte {
-		if len(b) == 0 {
-			return 0
-		}
-		v := b[0]
-		b = b[1:]
-		return v
-	}
+	next := byteReader(b)
 	names := []string{"a", "b", "c"}
 	nss := []string{"n1", "n2", "n3", "n4"}
 	owner := Owner{UID: "uid-1", Namespace: "apps", Name: "rule"}
@@ -129,6 +122,19 @@ func planWorld(b []byte) PlanInput {
 		}
 	}
 	return in
+}
+
+// byteReader returns the bytes of b one at a time, then zeros: a fuzzer's
+// input decoded into choices.
+func byteReader(b []byte) func() byte {
+	return func() byte {
+		if len(b) == 0 {
+			return 0
+		}
+		v := b[0]
+		b = b[1:]
+		return v
+	}
 }
 
 // apply is what the writer does with a plan, as the next Observe would read
