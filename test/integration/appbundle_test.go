@@ -3,8 +3,10 @@ package integration
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
@@ -313,4 +317,28 @@ func TestAppBundleRefusesImmutableStorageChanges(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A create cut short, the provider restarted after crossplane-runtime
+// marked the AppBundle create-pending and before it recorded the result, is
+// carried on: what a bundle makes is named after it, so the next Observe
+// finds whatever was made and nothing leaks. crossplane-runtime's default
+// stops reconciling such a resource for good until someone removes the
+// annotation by hand.
+func TestAppBundleCreateCutShortIsResumed(t *testing.T) {
+	ns := env.Namespace(t, "bundle-cut", nil)
+	ab := bundle(ns, "web")
+	meta.SetExternalCreatePending(ab, time.Now())
+	if err := env.Client.Create(context.Background(), ab); err != nil {
+		t.Fatal(err)
+	}
+	deploymentImage(t, ns, "web", "nginx:1.21", "the Deployment")
+	testenv.Eventually(t, wait, "the AppBundle to be Synced", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, ab)
+		s := ab.GetCondition(xpv2.TypeSynced)
+		if s.Status == corev1.ConditionFalse {
+			return false, fmt.Errorf("%s: %s", s.Reason, s.Message)
+		}
+		return s.Status == corev1.ConditionTrue, err
+	})
 }

@@ -103,6 +103,13 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		// an annotation, one more update per new resource and one more
 		// reconcile, as the annotation change passes the event filter.
 		managed.WithInitializers(),
+		// Every kind names what it makes after the managed resource
+		// (<name>-data, <name>-immortalpod), so a create cut short (the
+		// provider restarted between the create-pending annotation and the
+		// create's result) is found by the next Observe and never leaks.
+		// Without this the resource would stop reconciling for good until
+		// someone removed the annotation by hand.
+		managed.WithDeterministicExternalName(true),
 	}
 	if o.Features.Enabled(feature.EnableBetaManagementPolicies) {
 		opts = append(opts, managed.WithManagementPolicies())
