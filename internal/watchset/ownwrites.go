@@ -44,8 +44,13 @@ func (s *Set) Writing(owner types.NamespacedName, c *target.Cluster, resource sc
 	s.mu.Lock()
 	if len(s.ownWrites) >= maxOwnWrites {
 		clear(s.ownWrites)
+		clear(s.writesBy)
 	}
 	s.ownWrites[o] = ownWrite{owner: owner, before: before}
+	if s.writesBy[owner] == nil {
+		s.writesBy[owner] = map[object]struct{}{}
+	}
+	s.writesBy[owner][o] = struct{}{}
 	s.mu.Unlock()
 	return func(err error) {
 		if err == nil {
@@ -54,9 +59,35 @@ func (s *Set) Writing(owner types.NamespacedName, c *target.Cluster, resource sc
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if w, ok := s.ownWrites[o]; ok && w.owner == owner && w.before == before {
+			s.dropWrite(o)
+		}
+	}
+}
+
+// dropWrite forgets the own write of o; s.mu is held.
+func (s *Set) dropWrite(o object) {
+	w, ok := s.ownWrites[o]
+	if !ok {
+		return
+	}
+	delete(s.ownWrites, o)
+	if m := s.writesBy[w.owner]; m != nil {
+		delete(m, o)
+		if len(m) == 0 {
+			delete(s.writesBy, w.owner)
+		}
+	}
+}
+
+// forgetWrites forgets owner's own writes whose events never came: the owner
+// is gone. s.mu is held.
+func (s *Set) forgetWrites(owner types.NamespacedName) {
+	for o := range s.writesBy[owner] {
+		if w, ok := s.ownWrites[o]; ok && w.owner == owner {
 			delete(s.ownWrites, o)
 		}
 	}
+	delete(s.writesBy, owner)
 }
 
 // isOwnWrite reports whether an event of watch k about objs is owner's own
@@ -87,7 +118,7 @@ func (s *Set) isOwnWrite(owner types.NamespacedName, k key, objs []any) bool {
 	if from != w.before {
 		return false
 	}
-	delete(s.ownWrites, o)
+	s.dropWrite(o)
 	return true
 }
 
@@ -100,5 +131,5 @@ func (s *Set) forgetWrite(k key, o any) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	delete(s.ownWrites, object{cluster: k.cluster, resource: k.Resource, namespace: m.Namespace, name: m.Name})
+	s.dropWrite(object{cluster: k.cluster, resource: k.Resource, namespace: m.Namespace, name: m.Name})
 }

@@ -171,8 +171,14 @@ type Set struct {
 	named    map[group]map[string]struct{}
 	owners   map[types.NamespacedName]map[key]struct{}
 	interest map[types.NamespacedName]Interest
-	// ownWrites are owners' writes whose events are not theirs (Wrote).
+	// ownWrites are owners' writes whose events are not theirs (Writing),
+	// and writesBy the objects of each owner's, to forget with the owner.
 	ownWrites map[object]ownWrite
+	writesBy  map[types.NamespacedName]map[object]struct{}
+	// reads are the version of each object each owner last read (Read).
+	reads map[types.NamespacedName]map[object]string
+	// forgotten are called with each owner Forget forgets (OnForget).
+	forgotten []func(types.NamespacedName)
 
 	// coalesceAbove is the package constant; tests lower or raise it.
 	coalesceAbove int
@@ -205,6 +211,8 @@ func New(log logging.Logger) *Set {
 		interest: map[types.NamespacedName]Interest{},
 
 		ownWrites: map[object]ownWrite{},
+		writesBy:  map[types.NamespacedName]map[object]struct{}{},
+		reads:     map[types.NamespacedName]map[object]string{},
 
 		coalesceAbove: coalesceAbove,
 	}
@@ -388,15 +396,31 @@ func (s *Set) SetInterest(owner types.NamespacedName, f Interest) {
 	s.interest[owner] = f
 }
 
-// Forget stops every watch that only owner needed: the managed resource is gone.
+// Forget stops every watch that only owner needed and forgets its own
+// writes: the managed resource is gone.
 func (s *Set) Forget(owner types.NamespacedName) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	delete(s.interest, owner)
 	for k := range s.owners[owner] {
 		s.release(owner, k)
 	}
 	delete(s.owners, owner)
+	s.forgetWrites(owner)
+	delete(s.reads, owner)
+	fs := s.forgotten
+	s.mu.Unlock()
+	for _, f := range fs {
+		f(owner)
+	}
+}
+
+// OnForget has f called with every owner Forget forgets, for what a
+// controller keeps of its managed resources beside their watches. Call it
+// before the Set starts.
+func (s *Set) OnForget(f func(types.NamespacedName)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forgotten = append(s.forgotten, f)
 }
 
 // release records that owner no longer needs k and stops the informer that
@@ -427,7 +451,7 @@ func (s *Set) release(owner types.NamespacedName, k key) {
 
 // start runs the informer of k alone; s.mu is held.
 func (s *Set) start(c *target.Cluster, k key) error {
-	r, err := s.inform(c, k.Watch, func(listed bool, objs ...any) { s.notify(k, listed, objs...) })
+	r, err := s.inform(c, k.Watch, func(h happening, objs ...any) { s.notify(k, h, objs...) })
 	if err != nil {
 		return err
 	}
@@ -457,7 +481,7 @@ func (s *Set) stopWatch(k key) {
 // startShared runs the informer that serves every name watch of g: the whole
 // namespace, stripped by slim like any watch; s.mu is held.
 func (s *Set) startShared(c *target.Cluster, g group) error {
-	r, err := s.inform(c, g.shared(), func(listed bool, objs ...any) { s.notifyNames(g, listed, objs...) })
+	r, err := s.inform(c, g.shared(), func(h happening, objs ...any) { s.notifyNames(g, h, objs...) })
 	if err != nil {
 		return err
 	}
@@ -474,7 +498,7 @@ func (g group) shared() Watch {
 
 // inform runs an informer of w on cluster c whose events go to notify; s.mu
 // is held.
-func (s *Set) inform(c *target.Cluster, w Watch, notify func(listed bool, objs ...any)) (*running, error) {
+func (s *Set) inform(c *target.Cluster, w Watch, notify func(h happening, objs ...any)) (*running, error) {
 	mc, ok := s.clients[c.ID]
 	if !ok {
 		cfg := rest.CopyConfig(c.Config)
@@ -513,7 +537,13 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(listed bool, objs .
 		return nil, errors.Wrap(err, "cannot slim watched objects")
 	}
 	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(o any, listed bool) { notify(listed, o) },
+		AddFunc: func(o any, initial bool) {
+			h := changed
+			if initial {
+				h = listed
+			}
+			notify(h, o)
+		},
 		UpdateFunc: func(was, is any) {
 			// A watch that keeps labels is read for them: an update that
 			// changes neither them nor the deletion mark, such as a terminating
@@ -522,7 +552,7 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(listed bool, objs .
 			if w.ReadLabels && sameLabelsAndDeletion(was, is) {
 				return
 			}
-			notify(false, was, is)
+			notify(changed, was, is)
 		},
 		DeleteFunc: func(o any) {
 			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
@@ -531,7 +561,7 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(listed bool, objs .
 			// A deletion is nobody's own write: the copy a rule made and
 			// somebody deleted must be made again.
 			s.forgetWrite(key{cluster: c.ID, Watch: w}, o)
-			notify(false, o)
+			notify(gone, o)
 		},
 	}); err != nil {
 		return nil, errors.Wrap(err, "cannot handle watch events")
@@ -553,21 +583,21 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(listed bool, objs .
 }
 
 // notify enqueues every owner of k that objs concern.
-func (s *Set) notify(k key, listed bool, objs ...any) {
+func (s *Set) notify(k key, h happening, objs ...any) {
 	s.mu.Lock()
 	var owners []types.NamespacedName
 	if r, ok := s.watches[k]; ok {
-		owners = s.concerned(r.owners, k, objs)
+		owners = s.concerned(r.owners, k, h, objs)
 	}
 	s.mu.Unlock()
-	s.enqueue(owners, listed)
+	s.enqueue(owners, h == listed)
 }
 
 // notifyNames enqueues the owners in g of the value (name or label) of the
 // object objs are about, those the event concerns: other objects are
 // nobody's. An update that moves an object from one label value to another
 // concerns the owners of both.
-func (s *Set) notifyNames(g group, listed bool, objs ...any) {
+func (s *Set) notifyNames(g group, h happening, objs ...any) {
 	values := make([]string, 0, len(objs))
 	for _, o := range objs {
 		if v, ok := g.value(o); ok && (len(values) == 0 || values[0] != v) {
@@ -578,19 +608,20 @@ func (s *Set) notifyNames(g group, listed bool, objs ...any) {
 	var owners []types.NamespacedName
 	if r, ok := s.shared[g]; ok {
 		for _, v := range values {
-			owners = append(owners, s.concerned(r.names[v], g.watch(v), objs)...)
+			owners = append(owners, s.concerned(r.names[v], g.watch(v), h, objs)...)
 		}
 	}
 	s.mu.Unlock()
-	s.enqueue(owners, listed)
+	s.enqueue(owners, h == listed)
 }
 
-// concerned returns those of owners that an event of w about objs concerns
-// and that did not make it themselves; s.mu is held.
-func (s *Set) concerned(owners map[types.NamespacedName]struct{}, k key, objs []any) []types.NamespacedName {
+// concerned returns those of owners that an event h of w about objs
+// concerns, that did not make it themselves and, unless the object is gone,
+// have not read it as it is now; s.mu is held.
+func (s *Set) concerned(owners map[types.NamespacedName]struct{}, k key, h happening, objs []any) []types.NamespacedName {
 	out := make([]types.NamespacedName, 0, len(owners))
 	for o := range owners {
-		if concerns(s.interest[o], k.Watch, objs) && !s.isOwnWrite(o, k, objs) {
+		if concerns(s.interest[o], k.Watch, objs) && !s.isOwnWrite(o, k, objs) && (h == gone || !s.hasRead(o, k, objs)) {
 			out = append(out, o)
 		}
 	}

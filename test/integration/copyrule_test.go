@@ -388,17 +388,18 @@ func TestCopyRuleOwnWritesDoNotReconcileIt(t *testing.T) {
 		copyHolds(t, ns, "one", map[string]string{"a": "2"})
 	}
 	testenv.WaitIdle(t, wait)
-	var lists, seen []string
+	// Each reconcile reads the rule's one source once.
+	var reads, seen []string
 	for _, q := range env.Requests.Since(mark) {
 		if strings.Contains(q, "/namespaces/"+src+"/") || strings.Contains(q, "/namespaces/copy-own-") {
 			seen = append(seen, q)
 		}
-		if strings.HasPrefix(q, "GET /api/v1/namespaces/"+src+"/configmaps?") {
-			lists = append(lists, q)
+		if strings.HasPrefix(q, "GET /api/v1/namespaces/"+src+"/configmaps") && !strings.Contains(q, "watch=true") {
+			reads = append(reads, q)
 		}
 	}
-	if len(lists) != 1 {
-		t.Errorf("the source edit reconciled the rule %d times (its lists of the sources), want 1\nthe provider's requests:\n%s", len(lists), strings.Join(seen, "\n"))
+	if len(reads) != 1 {
+		t.Errorf("the source edit reconciled the rule %d times (its reads of the source), want 1\nthe provider's requests:\n%s", len(reads), strings.Join(seen, "\n"))
 	}
 }
 
@@ -601,5 +602,77 @@ func TestCopyRuleReadsOnlyCopiesThatChanged(t *testing.T) {
 		if cm.Annotations["owner"] != "platform" {
 			t.Errorf("copy in %s has annotations %v, want owner=platform", ns, cm.Annotations)
 		}
+	}
+}
+
+// A rule that picks its sources by selector reads the ones its selector
+// watch holds, one by one, instead of listing the namespace by label on every
+// reconcile: the API server answers such a list by scanning every ConfigMap
+// of the namespace, and a fleet of rules reading one crowded namespace would
+// scan it N times per round.
+func TestCopyRuleSelectorReadsItsSourcesNotTheNamespace(t *testing.T) {
+	ctx := context.Background()
+	src := env.Namespace(t, "copy-sel-src", nil)
+	targets := []string{env.Namespace(t, "copy-sel", nil), env.Namespace(t, "copy-sel", nil)}
+	picked := map[string]string{"pick": "me"}
+	create(t, configMap(src, "one", map[string]string{"a": "1"}, picked), configMap(src, "two", map[string]string{"b": "2"}, picked))
+	for i := range 10 {
+		create(t, configMap(src, fmt.Sprintf("other-%d", i), map[string]string{"c": "3"}, nil))
+	}
+	r := copyRule(t, src, "sel", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap,
+		Selector: &metav1.LabelSelector{MatchLabels: picked}, Namespaces: targets})
+	settled(t, r)
+	for _, ns := range targets {
+		copyHolds(t, ns, "one", map[string]string{"a": "1"})
+		copyHolds(t, ns, "two", map[string]string{"b": "2"})
+	}
+	testenv.WaitIdle(t, wait)
+
+	// reads returns the provider's reads of single sources and its lists of
+	// the source namespace since mark (its watches' requests aside).
+	reads := func(mark int) (gets, lists []string) {
+		for _, q := range env.Requests.Since(mark) {
+			switch {
+			case strings.Contains(q, "watch=true"):
+			case strings.HasPrefix(q, "GET /api/v1/namespaces/"+src+"/configmaps/"):
+				gets = append(gets, q)
+			case strings.HasPrefix(q, "GET /api/v1/namespaces/"+src+"/configmaps?"):
+				lists = append(lists, q)
+			}
+		}
+		return gets, lists
+	}
+
+	// A source edited: the selected sources are read, the namespace is not listed.
+	mark := env.Requests.Len()
+	edit := client.RawPatch(types.MergePatchType, []byte(`{"data":{"a":"edited"}}`))
+	if err := env.Client.Patch(ctx, configMap(src, "one", nil, nil), edit); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range targets {
+		copyHolds(t, ns, "one", map[string]string{"a": "edited"})
+	}
+	testenv.WaitIdle(t, wait)
+	gets, lists := reads(mark)
+	if len(lists) > 0 {
+		t.Errorf("the rule listed its source namespace:\n%s", strings.Join(lists, "\n"))
+	}
+	for _, q := range gets {
+		if strings.Contains(q, "/configmaps/other-") {
+			t.Errorf("the rule read a ConfigMap its selector does not pick: %s", q)
+		}
+	}
+
+	// A ConfigMap labelled later is copied; one that loses the label is no
+	// source any more, and its copies go.
+	if err := env.Client.Patch(ctx, configMap(src, "other-3", nil, nil), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"pick":"me"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Patch(ctx, configMap(src, "two", nil, nil), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"pick":null}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range targets {
+		copyHolds(t, ns, "other-3", map[string]string{"c": "3"})
+		gone(t, ns, "two")
 	}
 }

@@ -173,6 +173,17 @@ func (e *external) watchSources(cr *v1alpha1.ConfigRollout) error {
 	return errors.Wrap(e.watches.Ensure(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, e.cluster, sourceWatches(cr)...), "cannot watch the sources")
 }
 
+// read records that the rollout read source o of resource: its watch's
+// event of that version, the initial list of a new watch included, has
+// nothing to tell it.
+func (e *external) read(cr *v1alpha1.ConfigRollout, resource string, o metav1.Object) {
+	if e.watches == nil {
+		return
+	}
+	e.watches.Read(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, e.cluster,
+		corev1.SchemeGroupVersion.WithResource(resource), o.GetNamespace(), o.GetName(), o.GetResourceVersion())
+}
+
 // sourceWatches are one watch per source, by name: a missing source is
 // watched too, so its creation is seen.
 func sourceWatches(cr *v1alpha1.ConfigRollout) []watchset.Watch {
@@ -205,6 +216,7 @@ func (e *external) readSources(ctx context.Context, cr *v1alpha1.ConfigRollout) 
 		}
 		if err == nil {
 			c = ConfigMapContent(cm, s.Keys)
+			e.read(cr, "configmaps", cm)
 		}
 		out = append(out, v1alpha1.SourceHash{Kind: KindConfigMap, Name: s.Name, Hash: Hash(c), Missing: c.Missing})
 		e.contents = append(e.contents, c)
@@ -219,6 +231,7 @@ func (e *external) readSources(ctx context.Context, cr *v1alpha1.ConfigRollout) 
 		}
 		if err == nil {
 			c = SecretContent(sec, s.Keys)
+			e.read(cr, "secrets", sec)
 		}
 		out = append(out, v1alpha1.SourceHash{Kind: KindSecret, Name: s.Name, Hash: Hash(c), Missing: c.Missing})
 		e.contents = append(e.contents, c)
@@ -244,12 +257,14 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		}
 		return managed.ExternalObservation{ResourceExists: len(held) > 0}, nil
 	}
-	if err := e.watchSources(cr); err != nil {
-		return managed.ExternalObservation{}, err
-	}
 	o := &cr.Status.AtProvider
 	sources, missing, err := e.readSources(ctx, cr)
 	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	// Watched after the read: a change in between is in the new watch's
+	// list at another version than read, and reconciles the rollout again.
+	if err := e.watchSources(cr); err != nil {
 		return managed.ExternalObservation{}, err
 	}
 	hashes := make([]string, 0, len(sources))

@@ -14,6 +14,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,6 +46,7 @@ const (
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	ws := watchset.New(o.Logger.WithValues("controller", managed.ControllerName(v1alpha1.CopyRuleGroupKind)))
 	known := newKnownCopies()
+	ws.OnForget(known.forget)
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.CopyRule]{
 		GroupVersionKind: resource.ManagedKind(v1alpha1.CopyRuleGroupVersionKind),
 		Object:           &v1alpha1.CopyRule{},
@@ -116,7 +118,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 				return managed.ExternalObservation{ResourceExists: true}, nil
 			}
 		}
-		e.known.drop(cr.GetUID())
+		e.known.drop(owner(cr))
 		return managed.ExternalObservation{ResourceExists: false}, nil
 	}
 	srcCl, err := e.sourceCluster(ctx, cr)
@@ -130,9 +132,15 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 		cr.SetConditions(xpv2.Unavailable().WithMessage("a source namespace is out of reach: " + err.Error()))
 		return managed.ExternalObservation{}, sideError(errors.Wrap(err, "cannot read the source namespaces"), "source", sourceRef(cr))
 	}
-	all, refused, err := readSources(ctx, srcCl.Client, p, srcNSs)
+	all, refused, err := readSources(ctx, srcCl.Client, p, srcNSs, e.held(srcCl, p))
 	if err != nil {
 		return managed.ExternalObservation{}, sideError(err, "source", sourceRef(cr))
+	}
+	// The source watches, new ones listing them, have nothing to tell of
+	// the sources as read.
+	own := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
+	for _, o := range all {
+		e.watches.Read(own, srcCl, sourceResource(p), o.Namespace, o.Name, o.ResourceVersion)
 	}
 	tr := NewTransform(p)
 	sources, conflicts := SourceConflicts(all, tr.Name)
@@ -228,7 +236,7 @@ func (e *external) occupied(ctx context.Context, cr *v1alpha1.CopyRule, sources 
 // namespace share it.
 func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem) error {
 	p := cr.Spec.ForProvider
-	res := corev1.SchemeGroupVersion.WithResource(strings.ToLower(p.Kind) + "s")
+	res := sourceResource(p)
 	copyRes := copyResource(p)
 	ws := []watchset.Watch{
 		namespacesWatch,
@@ -244,7 +252,7 @@ func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 			if err != nil {
 				return errors.Wrap(err, "spec.forProvider.selector is not a valid label selector")
 			}
-			sws = append(sws, watchset.Watch{Resource: res, Namespace: src, Labels: s.String()})
+			sws = append(sws, selectorWatch(p, src, s))
 		}
 		for _, n := range p.Names {
 			sws = append(sws, watchset.Watch{Resource: res, Namespace: src, Fields: "metadata.name=" + n})
@@ -262,6 +270,37 @@ func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 		on = append(on, watchset.On{Cluster: e.source, Watches: sws})
 	}
 	return errors.Wrap(e.watches.EnsureOn(owner, on...), "cannot watch the rule's sources and copies")
+}
+
+// selectorWatch is the watch of the objects selector s picks in source
+// namespace ns, shared by every rule with that selector there.
+func selectorWatch(p v1alpha1.CopyRuleParameters, ns string, s labels.Selector) watchset.Watch {
+	return watchset.Watch{Resource: sourceResource(p), Namespace: ns, Labels: s.String()}
+}
+
+// held returns which sources the selector watches of a rule with
+// parameters p on cluster c hold in each namespace; nil without a selector.
+func (e *external) held(c *target.Cluster, p v1alpha1.CopyRuleParameters) held {
+	if p.Selector == nil {
+		return nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(p.Selector)
+	if err != nil {
+		return nil
+	}
+	return func(ns string) ([]string, bool) {
+		l, ok := e.watches.List(c, selectorWatch(p, ns, s))
+		names := make([]string, 0, len(l))
+		for _, m := range l {
+			names = append(names, m.Name)
+		}
+		return names, ok
+	}
+}
+
+// sourceResource is the resource of a rule's sources.
+func sourceResource(p v1alpha1.CopyRuleParameters) schema.GroupVersionResource {
+	return corev1.SchemeGroupVersion.WithResource(strings.ToLower(p.Kind) + "s")
 }
 
 // copyResource is the resource of a rule's copies: another than the sources'

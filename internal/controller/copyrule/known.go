@@ -31,6 +31,9 @@ const readEachUpTo = 32
 type knownCopies struct {
 	mu     sync.Mutex
 	byRule map[types.UID]map[Ref]knownCopy
+	// uids are the rules' UIDs by name, to forget a rule whose deletion the
+	// controller did not see to its end (a finalizer removed by hand).
+	uids map[types.NamespacedName]types.UID
 }
 
 // knownCopy is one copy's summary, a few hundred bytes: never its data.
@@ -42,7 +45,7 @@ type knownCopy struct {
 }
 
 func newKnownCopies() *knownCopies {
-	return &knownCopies{byRule: map[types.UID]map[Ref]knownCopy{}}
+	return &knownCopies{byRule: map[types.UID]map[Ref]knownCopy{}, uids: map[types.NamespacedName]types.UID{}}
 }
 
 // summarize returns what is remembered of o; false for what is never
@@ -79,7 +82,7 @@ func (c *knownCopies) of(rule types.UID) map[Ref]knownCopy {
 }
 
 // set makes copies all that is known of rule's copies.
-func (c *knownCopies) set(rule types.UID, copies []Object) {
+func (c *knownCopies) set(rule Owner, copies []Object) {
 	m := make(map[Ref]knownCopy, len(copies))
 	for _, o := range copies {
 		if k, ok := summarize(o); ok {
@@ -89,10 +92,22 @@ func (c *knownCopies) set(rule types.UID, copies []Object) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(m) == 0 {
-		delete(c.byRule, rule)
+		delete(c.byRule, types.UID(rule.UID))
 		return
 	}
-	c.byRule[rule] = m
+	c.byRule[types.UID(rule.UID)] = m
+	c.name(rule)
+}
+
+// name records rule's UID by its name. A rule of that name known by another
+// UID was deleted and made again: what is known of its copies goes. c.mu is
+// held.
+func (c *knownCopies) name(rule Owner) {
+	n, uid := types.NamespacedName{Namespace: rule.Namespace, Name: rule.Name}, types.UID(rule.UID)
+	if was, ok := c.uids[n]; ok && was != uid {
+		delete(c.byRule, was)
+	}
+	c.uids[n] = uid
 }
 
 // wrote records o as rule wrote it: a copy at its new version, or, when it
@@ -113,15 +128,30 @@ func (c *knownCopies) wrote(rule Owner, ref Ref, o *Object) {
 	if m == nil {
 		m = map[Ref]knownCopy{}
 		c.byRule[types.UID(rule.UID)] = m
+		c.name(rule)
 	}
 	m[ref] = k
 }
 
 // drop forgets rule's copies: the rule is gone.
-func (c *knownCopies) drop(rule types.UID) {
+func (c *knownCopies) drop(rule Owner) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.byRule, rule)
+	delete(c.byRule, types.UID(rule.UID))
+	n := types.NamespacedName{Namespace: rule.Namespace, Name: rule.Name}
+	if c.uids[n] == types.UID(rule.UID) {
+		delete(c.uids, n)
+	}
+}
+
+// forget forgets the copies of the rule named name, gone from the API server.
+func (c *knownCopies) forget(name types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if uid, ok := c.uids[name]; ok {
+		delete(c.byRule, uid)
+		delete(c.uids, name)
+	}
 }
 
 // copiesWatch is the watch of rule cr's copies: every object of the copies'
@@ -170,7 +200,7 @@ func (e *external) copies(ctx context.Context, cr *v1alpha1.CopyRule) ([]Object,
 	slices.SortFunc(out, func(a, b Object) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	e.known.set(cr.GetUID(), out)
+	e.known.set(owner(cr), out)
 	return out, nil
 }
 
@@ -194,7 +224,7 @@ func (e *external) listCopies(ctx context.Context, cr *v1alpha1.CopyRule) ([]Obj
 	if err != nil {
 		return nil, err
 	}
-	e.known.set(cr.GetUID(), objs)
+	e.known.set(owner(cr), objs)
 	return objs, nil
 }
 
@@ -224,7 +254,7 @@ func (e *external) whole(ctx context.Context, cr *v1alpha1.CopyRule, copies []Ob
 			out = append(out, *o)
 		}
 	}
-	e.known.set(cr.GetUID(), out)
+	e.known.set(owner(cr), out)
 	return out, nil
 }
 

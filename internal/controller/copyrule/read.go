@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -65,15 +66,20 @@ func fromAPI(o client.Object) (Object, bool) {
 	return Object{}, false
 }
 
+// held returns the names of the objects the rule's selector watch holds in
+// namespace ns; false when that watch has not synced, and the namespace is
+// listed instead.
+type held func(ns string) ([]string, bool)
+
 // readSources returns the objects the rule selects in each of namespaces
 // nss, and the ones it refuses to copy with why. Any failed read fails it
 // all: a source namespace that could not be read must never look empty, or
 // its copies would be pruned.
-func readSources(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, nss []string) ([]Object, map[Ref]string, error) {
+func readSources(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, nss []string, h held) ([]Object, map[Ref]string, error) {
 	var out []Object
 	refused := map[Ref]string{}
 	for _, ns := range nss {
-		objs, ref, err := readSourcesIn(ctx, c, p, ns)
+		objs, ref, err := readSourcesIn(ctx, c, p, ns, h)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -88,16 +94,16 @@ func readSources(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParame
 // readSourcesIn returns the objects the rule selects in namespace ns, and the
 // ones it refuses to copy with why. Copies made by any rule are never
 // sources: a namespace that is both a target and a source must not echo.
-func readSourcesIn(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, ns string) ([]Object, map[string]string, error) {
+func readSourcesIn(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, ns string, h held) ([]Object, map[string]string, error) {
 	byName := map[string]Object{}
 	if p.Selector != nil {
 		s, err := metav1.LabelSelectorAsSelector(p.Selector)
 		if err != nil {
 			return nil, nil, errors.Wrap(err, "spec.forProvider.selector is not a valid label selector")
 		}
-		objs, err := list(ctx, c, p.Kind, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: s})
+		objs, err := selected(ctx, c, p.Kind, ns, s, h)
 		if err != nil {
-			return nil, nil, errors.Wrapf(err, "cannot list the %ss to copy in namespace %q", p.Kind, ns)
+			return nil, nil, err
 		}
 		for _, o := range objs {
 			byName[o.Name] = o
@@ -129,6 +135,37 @@ func readSourcesIn(ctx context.Context, c client.Reader, p v1alpha1.CopyRulePara
 		out = append(out, o)
 	}
 	return out, refused, nil
+}
+
+// selected returns the objects of kind that selector s picks in namespace ns:
+// those the selector's watch holds, read one by one when few, and listed
+// when many or before the watch has synced. The API server answers a list by
+// label by scanning every object of the kind in the namespace: a fleet of
+// rules picking their sources out of one crowded namespace, each listing on
+// every reconcile, would be O(N²). A get is a lookup.
+func selected(ctx context.Context, c client.Reader, kind, ns string, s labels.Selector, h held) ([]Object, error) {
+	var names []string
+	ok := false
+	if h != nil {
+		names, ok = h(ns)
+	}
+	if !ok || len(names) > readEachUpTo {
+		objs, err := list(ctx, c, kind, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: s})
+		return objs, errors.Wrapf(err, "cannot list the %ss to copy in namespace %q", kind, ns)
+	}
+	out := make([]Object, 0, len(names))
+	for _, n := range names {
+		o, found, err := get(ctx, c, kind, Ref{ns, n})
+		if err != nil {
+			return nil, errors.Wrapf(err, "cannot get %s %q to copy from namespace %q", kind, n, ns)
+		}
+		// The watch may not have told of a change of labels yet: its event
+		// reconciles the rule again.
+		if found && s.Matches(labels.Set(o.Labels)) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // readNamespaces returns the cluster's namespaces.

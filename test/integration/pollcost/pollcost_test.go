@@ -177,3 +177,90 @@ func quiet(t *testing.T, d time.Duration) {
 	}
 	t.Fatalf("the provider did not settle in %s", wait)
 }
+
+// TestNewResourceReconciledOnce checks that a new CopyRule and a new
+// ConfigRollout, each the first to read a namespace (so the watches of its
+// sources are new), converge in one reconcile. A new watch lists what its
+// owner has just read; that list used to reconcile the owner a second time
+// for nothing: 0.6 more reconciles per resource for a fleet spread over many
+// namespaces, where each namespace's first watches are new.
+func TestNewResourceReconciledOnce(t *testing.T) {
+	reachable := map[string]string{"clusterops.io/reachable": "true"}
+	zero := int32(0)
+	app := map[string]string{"app": "web"}
+	// Each resource in a namespace of its own, with what it reads.
+	fresh := func(prefix string) string {
+		ns := env.Namespace(t, prefix, reachable)
+		create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}},
+			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: appsv1.DeploymentSpec{
+				Replicas: &zero,
+				Selector: &metav1.LabelSelector{MatchLabels: app},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: app}, Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "web", Image: "nginx", EnvFrom: []corev1.EnvFromSource{{
+						ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}},
+					}}}},
+				}},
+			}})
+		return ns
+	}
+	rule := func(ns string) client.Object {
+		return &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Name: "copy", Namespace: ns},
+			Spec: copyv1alpha1.CopyRuleSpec{ForProvider: copyv1alpha1.CopyRuleParameters{
+				Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{env.Namespace(t, "once-dst", reachable)},
+			}}}
+	}
+	rollout := func(ns string) client.Object {
+		return &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "rollout", Namespace: ns},
+			Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+				ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},
+				Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}},
+			}}}
+	}
+	synced := func(mr client.Object) {
+		t.Helper()
+		testenv.Eventually(t, wait, fmt.Sprintf("%T %s to be Synced", mr, mr.GetNamespace()), func(ctx context.Context) (bool, error) {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mr), mr); err != nil {
+				return false, err
+			}
+			cond, ok := mr.(interface {
+				GetCondition(xpv2.ConditionType) xpv2.Condition
+			})
+			return ok && cond.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, nil
+		})
+	}
+	for _, c := range []struct {
+		kind string
+		mr   func(ns string) client.Object
+	}{
+		{copyv1alpha1.CopyRuleGroupKind, rule},
+		{workloadv1alpha1.ConfigRolloutGroupKind, rollout},
+	} {
+		// The first of its kind starts the watches every one shares (the
+		// namespaces) and is not counted.
+		first := c.mr(fresh("once-warm"))
+		create(t, first)
+		synced(first)
+		quiet(t, 2*time.Second)
+		testenv.WaitIdle(t, wait)
+
+		controller := managed.ControllerName(c.kind)
+		before, err := testenv.Reconciles(controller)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mr := c.mr(fresh("once"))
+		create(t, mr)
+		synced(mr)
+		// A create is followed by a requeue the controller's rate limiter
+		// delays by a second or more: wait that out before counting.
+		quiet(t, 3*time.Second)
+		testenv.WaitIdle(t, wait)
+		after, err := testenv.Reconciles(controller)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after-before != 1 {
+			t.Errorf("%s: a new resource took %v reconciles, want 1", c.kind, after-before)
+		}
+	}
+}
