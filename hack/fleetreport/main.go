@@ -31,6 +31,16 @@ type result struct {
 	DuringMs, AfterMs []float64
 
 	RestartSeconds, RestartRequests, RestartWrites float64
+	RestartNotIdle                                 bool
+}
+
+// restart is the restart column: seconds until idle, or how long the bench
+// waited for a restart that never was.
+func (r result) restart() string {
+	if r.RestartNotIdle {
+		return fmt.Sprintf("not idle in %.0f s / %.0f / %.0f", r.RestartSeconds, r.RestartRequests, r.RestartWrites)
+	}
+	return fmt.Sprintf("%.1f / %.0f / %.0f", r.RestartSeconds, r.RestartRequests, r.RestartWrites)
 }
 
 // mrs is what growth is divided by: the fleet, not the probes, which were
@@ -130,10 +140,10 @@ func report(rs []result, took string, fanout []string, svg string) string {
 	p("| kind | layout | N | converge s | floor s | × floor | reconciles /MR | requests /MR | writes /MR (floor) | heap KiB /MR | goroutines /MR | watches | during p50 / p99 ms (n) | after p50 / p99 ms | restart s / requests / writes |")
 	p("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range rs {
-		p("| %s | %s | %d | %.1f | %.1f | %.2f | %.2f | %.1f | %.1f (%.0f) | %.1f | %.2f | %.0f | %.0f / %.0f (%d) | %.0f / %.0f | %.1f / %.0f / %.0f |",
+		p("| %s | %s | %d | %.1f | %.1f | %.2f | %.2f | %.1f | %.1f (%.0f) | %.1f | %.2f | %.0f | %.0f / %.0f (%d) | %.0f / %.0f | %s |",
 			r.Kind, r.Layout, r.N, r.Seconds, r.FloorSeconds, r.Seconds/r.FloorSeconds, r.ReconcilesPerMR, r.RequestsPerMR, r.WritesPerMR, r.FloorWritesPerMR,
 			r.heapPerMR(), r.goroutinesPerMR(), r.Watches, percentile(r.DuringMs, 0.5), percentile(r.DuringMs, 0.99), len(r.DuringMs),
-			percentile(r.AfterMs, 0.5), percentile(r.AfterMs, 0.99), r.RestartSeconds, r.RestartRequests, r.RestartWrites)
+			percentile(r.AfterMs, 0.5), percentile(r.AfterMs, 0.99), r.restart())
 	}
 	for _, f := range fanout {
 		raw, _ := os.ReadFile(f)

@@ -29,7 +29,8 @@ const (
 // namespace's first watches are new, was 0.6 extra reconciles per resource.
 //
 // An owner's reads are kept until it reads the object again or is forgotten:
-// one version per object it reads.
+// one version per object it reads, so an owner should record only what it
+// reads of few objects, such as its sources.
 func (s *Set) Read(owner types.NamespacedName, c *target.Cluster, resource schema.GroupVersionResource, namespace, name, rv string) {
 	if rv == "" {
 		return
@@ -37,25 +38,40 @@ func (s *Set) Read(owner types.NamespacedName, c *target.Cluster, resource schem
 	o := object{cluster: c.ID, resource: resource, namespace: namespace, name: name}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := s.reads[owner]
-	if m == nil {
-		m = map[object]string{}
-		s.reads[owner] = m
+	rs := s.reads[owner]
+	for i := range rs {
+		if rs[i].object == o {
+			rs[i].version = rv
+			return
+		}
 	}
-	m[o] = rv
+	s.reads[owner] = append(rs, read{object: o, version: rv})
+}
+
+// read is the version an owner read an object at. An owner's reads are a
+// slice, not a map: most read one or two objects, and a map's smallest table
+// holds eight, about 1 KiB a resource in a fleet.
+type read struct {
+	object
+	version string
 }
 
 // hasRead reports whether owner read the object of an event of watch k
 // about objs at the version the event shows it at; s.mu is held.
 func (s *Set) hasRead(owner types.NamespacedName, k key, objs []any) bool {
-	m := s.reads[owner]
-	if len(m) == 0 || len(objs) == 0 {
+	rs := s.reads[owner]
+	if len(rs) == 0 || len(objs) == 0 {
 		return false
 	}
 	last, ok := objs[len(objs)-1].(*metav1.PartialObjectMetadata)
 	if !ok {
 		return false
 	}
-	rv, ok := m[object{cluster: k.cluster, resource: k.Resource, namespace: last.Namespace, name: last.Name}]
-	return ok && rv == last.ResourceVersion
+	o := object{cluster: k.cluster, resource: k.Resource, namespace: last.Namespace, name: last.Name}
+	for _, r := range rs {
+		if r.object == o {
+			return r.version == last.ResourceVersion
+		}
+	}
+	return false
 }

@@ -78,3 +78,64 @@ func TestReadObjectsDoNotEnqueueTheirReader(t *testing.T) {
 		t.Errorf("a deletion: -want +got:\n%s", diff)
 	}
 }
+
+// An owner joining a watch that already runs, after it read the object, hears
+// of a change made in between, and of an object made since it found it
+// missing; an owner that read the object as the watch holds it hears nothing.
+func TestJoiningARunningWatchCatchesUp(t *testing.T) {
+	ctx, s, q, c := started(t)
+	ns := env.Namespace(t, "watchset-join", nil)
+	first := types.NamespacedName{Namespace: ns, Name: "first"}
+	late, current, missing := types.NamespacedName{Namespace: ns, Name: "late"}, types.NamespacedName{Namespace: ns, Name: "current"}, types.NamespacedName{Namespace: ns, Name: "missing"}
+	watch := func(name string) watchset.Watch {
+		w := configMaps
+		w.Namespace, w.Fields = ns, "metadata.name="+name
+		return w
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"a": "1"}}
+	if err := env.Client.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"conf", "later"} {
+		if err := s.Join(first, c, watch(w)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.WaitSynced(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	received(q, 500*time.Millisecond)
+
+	// late reads conf, which changes before late joins its watch.
+	s.Read(late, c, configMaps.Resource, ns, "conf", cm.ResourceVersion)
+	cm.Data["a"] = "2"
+	if err := env.Client.Update(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[types.NamespacedName]int{first: 1}, count(received(q, time.Second))); diff != "" {
+		t.Errorf("the change before late joined: -want +got:\n%s", diff)
+	}
+	// current reads it as it is now; missing finds "later" missing, which is
+	// made before it joins.
+	s.Read(current, c, configMaps.Resource, ns, "conf", cm.ResourceVersion)
+	if err := env.Client.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "later"}}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[types.NamespacedName]int{first: 1}, count(received(q, time.Second))); diff != "" {
+		t.Errorf("the create before missing joined: -want +got:\n%s", diff)
+	}
+	for o, w := range map[types.NamespacedName]string{late: "conf", current: "conf", missing: "later"} {
+		if err := s.Ensure(o, c, watch(w)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if diff := cmp.Diff(map[types.NamespacedName]int{late: 1, missing: 1}, count(received(q, time.Second))); diff != "" {
+		t.Errorf("joining running watches: -want +got:\n%s", diff)
+	}
+	if err := s.Ensure(late, c, watch("conf")); err != nil {
+		t.Fatal(err)
+	}
+	if got := received(q, 500*time.Millisecond); len(got) != 0 {
+		t.Errorf("ensuring a watch owned already enqueued %v", got)
+	}
+}

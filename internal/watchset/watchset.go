@@ -176,7 +176,7 @@ type Set struct {
 	ownWrites map[object]ownWrite
 	writesBy  map[types.NamespacedName]map[object]struct{}
 	// reads are the version of each object each owner last read (Read).
-	reads map[types.NamespacedName]map[object]string
+	reads map[types.NamespacedName][]read
 	// forgotten are called with each owner Forget forgets (OnForget).
 	forgotten []func(types.NamespacedName)
 
@@ -212,7 +212,7 @@ func New(log logging.Logger) *Set {
 
 		ownWrites: map[object]ownWrite{},
 		writesBy:  map[types.NamespacedName]map[object]struct{}{},
-		reads:     map[types.NamespacedName]map[object]string{},
+		reads:     map[types.NamespacedName][]read{},
 
 		coalesceAbove: coalesceAbove,
 	}
@@ -269,12 +269,33 @@ type On struct {
 func (s *Set) EnsureOn(owner types.NamespacedName, ons ...On) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.ensure(owner, ons, false)
+}
+
+// Join adds watches ws on cluster c to owner's, keeping the others. An owner
+// joins the watches it reads from before it reads: an event between its read
+// and its joining a watch that already runs would reach it never.
+func (s *Set) Join(owner types.NamespacedName, c *target.Cluster, ws ...Watch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ensure(owner, []On{{Cluster: c, Watches: ws}}, true)
+}
+
+// ensure makes ons owner's watches, or adds them to owner's (keep); s.mu is
+// held.
+func (s *Set) ensure(owner types.NamespacedName, ons []On, keep bool) error {
 	want := map[key]struct{}{}
 	clusters := map[string]*target.Cluster{}
 	for _, on := range ons {
 		clusters[on.Cluster.ID] = on.Cluster
 		for _, w := range on.Watches {
 			want[key{cluster: on.Cluster.ID, Watch: w}] = struct{}{}
+		}
+	}
+	if keep {
+		// Owned keys are served already: none needs its cluster to start.
+		for k := range s.owners[owner] {
+			want[k] = struct{}{}
 		}
 	}
 	// Start first and release after: a failed start must leave no informer
@@ -331,7 +352,11 @@ func (s *Set) EnsureOn(owner types.NamespacedName, ons ...On) error {
 	}
 	// Owning before releasing leaves no informer ownerless in between, which
 	// release would stop.
+	var behind bool
 	for k := range want {
+		if _, had := s.owners[owner][k]; !had {
+			behind = behind || s.missed(owner, k)
+		}
 		s.own(owner, k)
 	}
 	for k := range s.owners[owner] {
@@ -339,12 +364,51 @@ func (s *Set) EnsureOn(owner types.NamespacedName, ons ...On) error {
 			s.release(owner, k)
 		}
 	}
+	if behind {
+		// Not from here: the channel may be full, and s.mu is held.
+		go s.enqueue([]types.NamespacedName{owner}, false)
+	}
 	if len(want) == 0 {
 		delete(s.owners, owner)
 		return nil
 	}
 	s.owners[owner] = want
 	return nil
+}
+
+// missed reports whether owner, joining name watch k, which runs and has
+// listed already, missed a change to its object: one owner read before it
+// joined, changed since, or one it found missing, made since. The watch's
+// events before owner joined were not owner's, and a watch that has listed
+// lists no more. A watch that has not listed yet shows owner its object
+// when it does. s.mu is held.
+func (s *Set) missed(owner types.NamespacedName, k key) bool {
+	g, name, ok := k.named()
+	if !ok || g.label != "" {
+		return false
+	}
+	r, ok := s.serving(k)
+	if !ok || !r.informer.HasSynced() {
+		return false
+	}
+	o, exists, _ := r.informer.GetStore().GetByKey(toolscache.NewObjectName(k.Namespace, name).String())
+	want := object{cluster: k.cluster, resource: k.Resource, namespace: k.Namespace, name: name}
+	version, read := "", false
+	for _, rd := range s.reads[owner] {
+		if rd.object == want {
+			version, read = rd.version, true
+		}
+	}
+	m, isMeta := o.(*metav1.PartialObjectMetadata)
+	switch {
+	case !exists:
+		// Gone since owner read it, or missing as owner found it.
+		return read
+	case !isMeta:
+		return true
+	default:
+		return !read || m.ResourceVersion != version
+	}
 }
 
 // coalesce moves the owners of g's own name watches to its shared informer and

@@ -262,8 +262,10 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	// Watched after the read: a change in between is in the new watch's
-	// list at another version than read, and reconciles the rollout again.
+	// Watched after the read: a change in between is in a new watch's list
+	// at another version than read, and one a running watch saw before the
+	// rollout joined it is caught up on (watchset's missed); either
+	// reconciles the rollout again.
 	if err := e.watchSources(cr); err != nil {
 		return managed.ExternalObservation{}, err
 	}

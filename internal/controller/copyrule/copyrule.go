@@ -98,6 +98,14 @@ func mayDelete(cr *v1alpha1.CopyRule) bool {
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.ExternalObservation, error) {
 	p := cr.Spec.ForProvider
 	tgt := targetRef(cr)
+	// The watches the rule reads from are joined before it reads: a
+	// namespace made, or a copy changed, in between must reach it. Its other
+	// watches it joins once it knows them (watch).
+	own := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
+	e.watches.SetInterest(own, interest(cr))
+	if err := e.watches.Join(own, e.cluster, namespacesWatch, copiesWatch(cr)); err != nil {
+		return managed.ExternalObservation{}, errors.Wrap(err, "cannot watch the namespaces and the rule's copies")
+	}
 	nss, err := e.namespaces(ctx)
 	if err != nil {
 		return managed.ExternalObservation{}, sideError(err, "target", tgt)
@@ -137,10 +145,12 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 		return managed.ExternalObservation{}, sideError(err, "source", sourceRef(cr))
 	}
 	// The source watches, new ones listing them, have nothing to tell of
-	// the sources as read.
-	own := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
-	for _, o := range all {
-		e.watches.Read(own, srcCl, sourceResource(p), o.Namespace, o.Name, o.ResourceVersion)
+	// the sources as read. A rule with many sources is reconciled once more
+	// by a new watch rather than remember each.
+	if len(all) <= readEachUpTo {
+		for _, o := range all {
+			e.watches.Read(own, srcCl, sourceResource(p), o.Namespace, o.Name, o.ResourceVersion)
+		}
 	}
 	tr := NewTransform(p)
 	sources, conflicts := SourceConflicts(all, tr.Name)
