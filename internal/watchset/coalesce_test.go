@@ -171,9 +171,14 @@ func TestCoalescedOwnersComeAndGo(t *testing.T) {
 		t.Errorf("update of cm-1 after owner 0 moved: -want +got:\n%s", diff)
 	}
 
-	// One owner letting go of a name another shares keeps it served.
+	// One owner letting go of a name another shares keeps it served. Owner
+	// 2 joins a name it never read: it is told of the object once, as the
+	// running watch will not list it again.
 	if err := s.Ensure(owners[2], c, named(ns, "cm-2"), named(ns, "cm-3")); err != nil {
 		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[types.NamespacedName]int{owners[2]: 1}, count(received(q, 500*time.Millisecond))); diff != "" {
+		t.Errorf("owner 2 joining cm-3: -want +got:\n%s", diff)
 	}
 	s.Forget(owners[3])
 	touch(ctx, t, ns, "cm-3")

@@ -29,11 +29,7 @@ func TestReadObjectsDoNotEnqueueTheirReader(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	watch := func(name string) watchset.Watch {
-		w := configMaps
-		w.Namespace, w.Fields = ns, "metadata.name="+name
-		return w
-	}
+	watch := func(name string) watchset.Watch { return nameWatch(ns, name) }
 
 	// Read, then watched: the new watch's list shows what reader read.
 	s.Read(reader, c, configMaps.Resource, ns, "conf", cm.ResourceVersion)
@@ -87,11 +83,7 @@ func TestJoiningARunningWatchCatchesUp(t *testing.T) {
 	ns := env.Namespace(t, "watchset-join", nil)
 	first := types.NamespacedName{Namespace: ns, Name: "first"}
 	late, current, missing := types.NamespacedName{Namespace: ns, Name: "late"}, types.NamespacedName{Namespace: ns, Name: "current"}, types.NamespacedName{Namespace: ns, Name: "missing"}
-	watch := func(name string) watchset.Watch {
-		w := configMaps
-		w.Namespace, w.Fields = ns, "metadata.name="+name
-		return w
-	}
+	watch := func(name string) watchset.Watch { return nameWatch(ns, name) }
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"a": "1"}}
 	if err := env.Client.Create(ctx, cm); err != nil {
 		t.Fatal(err)
@@ -138,4 +130,11 @@ func TestJoiningARunningWatchCatchesUp(t *testing.T) {
 	if got := received(q, 500*time.Millisecond); len(got) != 0 {
 		t.Errorf("ensuring a watch owned already enqueued %v", got)
 	}
+}
+
+// nameWatch is the watch of ConfigMap ns/name.
+func nameWatch(ns, name string) watchset.Watch {
+	w := configMaps
+	w.Namespace, w.Fields = ns, "metadata.name="+name
+	return w
 }

@@ -58,18 +58,7 @@ func TestPollRoundCost(t *testing.T) {
 	reachable := map[string]string{"clusterops.io/reachable": "true"}
 	ns := env.Namespace(t, "pollcost", reachable)
 	dst := env.Namespace(t, "pollcost-dst", reachable)
-	zero := int32(0)
-	app := map[string]string{"app": "web"}
-	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}},
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: appsv1.DeploymentSpec{
-			Replicas: &zero,
-			Selector: &metav1.LabelSelector{MatchLabels: app},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: app}, Spec: corev1.PodSpec{
-				Containers: []corev1.Container{{Name: "web", Image: "nginx", EnvFrom: []corev1.EnvFromSource{{
-					ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}},
-				}}}},
-			}},
-		}})
+	readsConf(t, ns)
 	costs := []pollCost{
 		{mr: &workloadv1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Name: "immortal", Namespace: ns},
 			Spec: workloadv1alpha1.ImmortalContainerSpec{ForProvider: workloadv1alpha1.ImmortalContainerParameters{Image: "nginx"}}}, kind: workloadv1alpha1.ImmortalContainerGroupKind, reads: 1},
@@ -98,15 +87,7 @@ func TestPollRoundCost(t *testing.T) {
 	// a requeue the controller's rate limiter delays by a second or more, which
 	// no queue shows while it waits: wait that out too before counting.
 	for _, c := range costs {
-		testenv.Eventually(t, wait, c.kind+" "+c.mr.GetName()+" to be Synced", func(ctx context.Context) (bool, error) {
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(c.mr), c.mr); err != nil {
-				return false, err
-			}
-			cond, ok := c.mr.(interface {
-				GetCondition(xpv2.ConditionType) xpv2.Condition
-			})
-			return ok && cond.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, nil
-		})
+		synced(t, c.mr)
 	}
 	quiet(t, 3*time.Second)
 	testenv.WaitIdle(t, wait)
@@ -152,6 +133,38 @@ func TestPollRoundCost(t *testing.T) {
 	}
 }
 
+// readsConf makes ConfigMap conf in ns and Deployment web, which reads it.
+func readsConf(t *testing.T, ns string) {
+	t.Helper()
+	zero := int32(0)
+	app := map[string]string{"app": "web"}
+	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}},
+		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: appsv1.DeploymentSpec{
+			Replicas: &zero,
+			Selector: &metav1.LabelSelector{MatchLabels: app},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: app}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "web", Image: "nginx", EnvFrom: []corev1.EnvFromSource{{
+					ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}},
+				}}}},
+			}},
+		}})
+}
+
+// synced waits until managed resource mr is Synced: its last reconcile
+// succeeded.
+func synced(t *testing.T, mr client.Object) {
+	t.Helper()
+	testenv.Eventually(t, wait, fmt.Sprintf("%T %s/%s to be Synced", mr, mr.GetNamespace(), mr.GetName()), func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mr), mr); err != nil {
+			return false, err
+		}
+		cond, ok := mr.(interface {
+			GetCondition(xpv2.ConditionType) xpv2.Condition
+		})
+		return ok && cond.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, nil
+	})
+}
+
 func create(t *testing.T, objs ...client.Object) {
 	t.Helper()
 	for _, o := range objs {
@@ -186,21 +199,10 @@ func quiet(t *testing.T, d time.Duration) {
 // namespaces, where each namespace's first watches are new.
 func TestNewResourceReconciledOnce(t *testing.T) {
 	reachable := map[string]string{"clusterops.io/reachable": "true"}
-	zero := int32(0)
-	app := map[string]string{"app": "web"}
 	// Each resource in a namespace of its own, with what it reads.
 	fresh := func(prefix string) string {
 		ns := env.Namespace(t, prefix, reachable)
-		create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}},
-			&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: appsv1.DeploymentSpec{
-				Replicas: &zero,
-				Selector: &metav1.LabelSelector{MatchLabels: app},
-				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: app}, Spec: corev1.PodSpec{
-					Containers: []corev1.Container{{Name: "web", Image: "nginx", EnvFrom: []corev1.EnvFromSource{{
-						ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}},
-					}}}},
-				}},
-			}})
+		readsConf(t, ns)
 		return ns
 	}
 	rule := func(ns string) client.Object {
@@ -216,18 +218,6 @@ func TestNewResourceReconciledOnce(t *testing.T) {
 				Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}},
 			}}}
 	}
-	synced := func(mr client.Object) {
-		t.Helper()
-		testenv.Eventually(t, wait, fmt.Sprintf("%T %s to be Synced", mr, mr.GetNamespace()), func(ctx context.Context) (bool, error) {
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mr), mr); err != nil {
-				return false, err
-			}
-			cond, ok := mr.(interface {
-				GetCondition(xpv2.ConditionType) xpv2.Condition
-			})
-			return ok && cond.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, nil
-		})
-	}
 	for _, c := range []struct {
 		kind string
 		mr   func(ns string) client.Object
@@ -239,7 +229,7 @@ func TestNewResourceReconciledOnce(t *testing.T) {
 		// namespaces) and is not counted.
 		first := c.mr(fresh("once-warm"))
 		create(t, first)
-		synced(first)
+		synced(t, first)
 		quiet(t, 2*time.Second)
 		testenv.WaitIdle(t, wait)
 
@@ -250,7 +240,7 @@ func TestNewResourceReconciledOnce(t *testing.T) {
 		}
 		mr := c.mr(fresh("once"))
 		create(t, mr)
-		synced(mr)
+		synced(t, mr)
 		// A create is followed by a requeue the controller's rate limiter
 		// delays by a second or more: wait that out before counting.
 		quiet(t, 3*time.Second)
