@@ -416,3 +416,54 @@ func TestLabelWatchesCoalesce(t *testing.T) {
 		t.Errorf("an object without the label enqueued %v", got)
 	}
 }
+
+// TestCrowdedNamespaceSharesAtOnce: an owner whose namespace holds more of
+// its kind than a few name watches' worth starts the namespace's shared watch
+// at once, as after a restart; a name elsewhere, or in a namespace of few,
+// is watched by name. Events still reach only the name's owner.
+func TestCrowdedNamespaceSharesAtOnce(t *testing.T) {
+	ctx, s, q, c := started(t)
+	watchset.SetCoalesceAbove(s, 4)
+	crowded := env.Namespace(t, "watchset-crowded", nil)
+	few := env.Namespace(t, "watchset-few", nil)
+	configMapsIn(ctx, t, crowded, 2)
+	peers := watchset.NewPeers()
+	for i := range 5 {
+		peers.OnAdd(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: crowded, Name: fmt.Sprintf("mr-%d", i)}}, true)
+	}
+	peers.OnAdd(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: few, Name: "mr"}}, true)
+	s.CountPeers(peers)
+	var starts []watchset.Watch
+	watchset.SetStartHook(s, func(_ context.Context, w watchset.Watch) error {
+		starts = append(starts, w)
+		return nil
+	})
+	cms := corev1.SchemeGroupVersion.WithResource("configmaps")
+	first := types.NamespacedName{Namespace: crowded, Name: "mr-0"}
+	if err := s.Ensure(first, c, named(crowded, "cm-0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ensure(types.NamespacedName{Namespace: crowded, Name: "mr-1"}, c, named(crowded, "cm-1"), named(few, "cm-x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Ensure(types.NamespacedName{Namespace: few, Name: "mr"}, c, named(few, "cm-y")); err != nil {
+		t.Fatal(err)
+	}
+	want := []watchset.Watch{{Resource: cms, Namespace: crowded}, named(few, "cm-x"), named(few, "cm-y")}
+	if diff := cmp.Diff(want, starts); diff != "" {
+		t.Errorf("watches started: -want +got:\n%s", diff)
+	}
+	if err := s.WaitSynced(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	received(q, 500*time.Millisecond)
+	touch(ctx, t, crowded, "cm-0")
+	if diff := cmp.Diff(map[types.NamespacedName]int{first: 1}, count(received(q, time.Second))); diff != "" {
+		t.Errorf("update of cm-0: -want +got:\n%s", diff)
+	}
+
+	peers.OnDelete(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: few, Name: "mr"}})
+	if got := peers.In(few); got != 0 {
+		t.Errorf("peers in %s after the last one went: %d, want 0", few, got)
+	}
+}

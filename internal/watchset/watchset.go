@@ -180,6 +180,10 @@ type Set struct {
 	// forgotten are called with each owner Forget forgets (OnForget).
 	forgotten []func(types.NamespacedName)
 
+	// peers count the owners' kind in each namespace (CountPeers); nil
+	// counts none.
+	peers *Peers
+
 	// coalesceAbove is the package constant; tests lower or raise it.
 	coalesceAbove int
 
@@ -329,7 +333,7 @@ func (s *Set) ensure(owner types.NamespacedName, ons []On, keep bool) error {
 	for g, ks := range fresh {
 		// Counted before owner lets go of any name: coalescing a little early
 		// costs nothing but the namespace's other objects in the store.
-		if len(s.named[g])+len(ks) > s.coalesceAbove {
+		if len(s.named[g])+len(ks) > s.coalesceAbove || s.crowded(owner.Namespace, g) {
 			if err := s.startShared(clusters[g.cluster], g); err != nil {
 				undo()
 				return err
@@ -374,6 +378,15 @@ func (s *Set) ensure(owner types.NamespacedName, ons []On, keep bool) error {
 	}
 	s.owners[owner] = want
 	return nil
+}
+
+// Owns reports whether owner holds watch w on cluster c: whether an event of
+// w reaches it from now on.
+func (s *Set) Owns(owner types.NamespacedName, c *target.Cluster, w Watch) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.owners[owner][key{cluster: c.ID, Watch: w}]
+	return ok
 }
 
 // missed reports whether owner, joining name watch k, which runs and has

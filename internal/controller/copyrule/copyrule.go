@@ -140,6 +140,14 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 		cr.SetConditions(xpv2.Unavailable().WithMessage("a source namespace is out of reach: " + err.Error()))
 		return managed.ExternalObservation{}, sideError(errors.Wrap(err, "cannot read the source namespaces"), "source", sourceRef(cr))
 	}
+	// The selector watches too, for a watch another rule already runs: an
+	// object labeled between the read and the join would reach the rule at
+	// its next poll. Name watches catch up when joined (watchset.Join).
+	if sws := selectorWatches(p, srcNSs); len(sws) > 0 {
+		if err := e.watches.Join(own, srcCl, sws...); err != nil {
+			return managed.ExternalObservation{}, errors.Wrap(err, "cannot watch the rule's sources")
+		}
+	}
 	all, refused, err := readSources(ctx, srcCl.Client, p, srcNSs, e.held(srcCl, p))
 	if err != nil {
 		return managed.ExternalObservation{}, sideError(err, "source", sourceRef(cr))
@@ -253,16 +261,12 @@ func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 		copiesWatch(cr),
 	}
 	var sws []watchset.Watch
+	if e.source != nil {
+		sws = selectorWatches(p, SourceNamespaces(p, cr.GetNamespace()))
+	}
 	for _, src := range SourceNamespaces(p, cr.GetNamespace()) {
 		if e.source == nil {
 			break
-		}
-		if p.Selector != nil {
-			s, err := metav1.LabelSelectorAsSelector(p.Selector)
-			if err != nil {
-				return errors.Wrap(err, "spec.forProvider.selector is not a valid label selector")
-			}
-			sws = append(sws, selectorWatch(p, src, s))
 		}
 		for _, n := range p.Names {
 			sws = append(sws, watchset.Watch{Resource: res, Namespace: src, Fields: "metadata.name=" + n})
@@ -280,6 +284,24 @@ func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 		on = append(on, watchset.On{Cluster: e.source, Watches: sws})
 	}
 	return errors.Wrap(e.watches.EnsureOn(owner, on...), "cannot watch the rule's sources and copies")
+}
+
+// selectorWatches are the watches of a rule's selector in each source
+// namespace; none without a selector, or with one that is not valid (the
+// read says so).
+func selectorWatches(p v1alpha1.CopyRuleParameters, nss []string) []watchset.Watch {
+	if p.Selector == nil {
+		return nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(p.Selector)
+	if err != nil {
+		return nil
+	}
+	out := make([]watchset.Watch, 0, len(nss))
+	for _, ns := range nss {
+		out = append(out, selectorWatch(p, ns, s))
+	}
+	return out
 }
 
 // selectorWatch is the watch of the objects selector s picks in source

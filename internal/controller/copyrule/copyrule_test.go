@@ -14,10 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -393,5 +395,37 @@ func TestDelete(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSelectorWatchJoinedBeforeRead: a rule holds its selector's watch before
+// it reads what the selector picks. A watch another rule already runs tells
+// only its owners of an object labeled in between.
+func TestSelectorWatchJoinedBeforeRead(t *testing.T) {
+	cr := copyRule(v1alpha1.CopyRuleParameters{Kind: v1alpha1.KindConfigMap, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"share": "yes"}}, Namespaces: []string{"team-a"}})
+	e, c, _ := newExternal(t, ns("platform"), ns("team-a"), cmObj("platform", "settings", map[string]string{"k": "v"}, map[string]string{"share": "yes"}))
+	own := types.NamespacedName{Namespace: cr.Namespace, Name: cr.Name}
+	s, err := metav1.LabelSelectorAsSelector(cr.Spec.ForProvider.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := selectorWatch(cr.Spec.ForProvider, "platform", s)
+	reads, joined := 0, 0
+	e.cluster.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		List: func(ctx context.Context, cl client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := l.(*corev1.ConfigMapList); ok {
+				reads++
+				if e.watches.Owns(own, e.cluster, w) {
+					joined++
+				}
+			}
+			return cl.List(ctx, l, opts...)
+		},
+	})
+	if _, err := e.Observe(context.Background(), cr); err != nil {
+		t.Fatal(err)
+	}
+	if reads == 0 || joined != reads {
+		t.Errorf("the rule held its selector watch at %d of its %d reads of the sources, want all", joined, reads)
 	}
 }

@@ -155,6 +155,15 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 			return errors.Wrapf(err, "cannot add the watches of %s", gk)
 		}
 		b = b.WatchesRawSource(k.WatchSet.Source())
+		inf, err := mgr.GetCache().GetInformer(context.Background(), k.Object)
+		if err != nil {
+			return errors.Wrapf(err, "cannot inform on %s", gk)
+		}
+		peers := watchset.NewPeers()
+		if _, err := inf.AddEventHandler(peers); err != nil {
+			return errors.Wrapf(err, "cannot count %s", gk)
+		}
+		k.WatchSet.CountPeers(peers)
 		rr = &forgetGone{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, watches: k.WatchSet}
 	}
 	return errors.Wrapf(b.Complete(urgency.Limited(name, rr, o.GlobalRateLimiter, convergedIn(mgr.GetClient(), k.Object))), "cannot set up %s controller", gk)
