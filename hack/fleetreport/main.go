@@ -32,6 +32,9 @@ type result struct {
 
 	RestartSeconds, RestartRequests, RestartWrites float64
 	RestartNotIdle                                 bool
+
+	FloorCPU, CPU map[string]float64
+	Cores         int
 }
 
 // restart is the restart column: seconds until idle, or how long the bench
@@ -243,7 +246,39 @@ func report(rs []result, took string, fanout []string, svg string) string {
 		}
 		p("- %s, %s, %d: %s", k.kind, k.layout, n, strings.Join(parts, ", "))
 	}
+	cpu := cpuLines(rs)
+	if len(cpu) > 0 {
+		p("")
+		p("### CPU seconds while converging, floor → provider")
+		p("")
+		p("busy: the machine's CPU seconds over the wall time, in cores of the machine's; when busy is near all of them the machine is saturated, and what one process spends more is time the others wait. bench: the bench's own process (the floor's client, the probes, the polls).")
+		p("")
+		for _, l := range cpu {
+			p("- %s", l)
+		}
+	}
 	return b.String()
+}
+
+// cpuOrder is the order of the CPU lines' components.
+var cpuOrder = []string{"apiserver", "etcd", "controller-manager", "scheduler", "kwok", "provider", "bench"}
+
+// cpuLines says, for each scenario that measured it, what each component's
+// CPU was while the floor's writes ran and while the provider converged.
+func cpuLines(rs []result) []string {
+	var out []string
+	for _, r := range rs {
+		if r.CPU == nil {
+			continue
+		}
+		parts := []string{fmt.Sprintf("busy %.1f → %.1f of %d cores (%.0f → %.0f s)",
+			r.FloorCPU["machine"]/r.FloorSeconds, r.CPU["machine"]/r.Seconds, r.Cores, r.FloorCPU["machine"], r.CPU["machine"])}
+		for _, c := range cpuOrder {
+			parts = append(parts, fmt.Sprintf("%s %.0f → %.0f", c, r.FloorCPU[c], r.CPU[c]))
+		}
+		out = append(out, fmt.Sprintf("%s %s %d: %s", r.Kind, r.Layout, r.N, strings.Join(parts, ", ")))
+	}
+	return out
 }
 
 func sortedKeys[K interface{ ~struct{ kind, layout string } }, V any](m map[K]V) []K {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -97,6 +98,10 @@ type fleetResult struct {
 	BaseHeap, Heap, BaseRSS, RSS    float64
 	BaseGoroutines, Goroutines      float64
 	Watches, APIServerWatchersDelta float64
+	// CPU seconds each component used while the floor's writes ran and
+	// while the provider converged the fleet (cpuSeconds).
+	FloorCPU, CPU map[string]float64 `json:",omitempty"`
+	Cores         int                `json:",omitempty"`
 
 	DuringMs, AfterMs []float64 // event → action, while converging and after
 
@@ -372,6 +377,7 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	var floorWrites atomic.Int64
 	b.ResetTimer()
+	cpu := cpuSeconds()
 	start := time.Now()
 	parallelN(b, 32, n, func(i int) error {
 		name := fmt.Sprintf("floor-%d", i)
@@ -400,6 +406,7 @@ func BenchmarkFleet(b *testing.B) {
 		return raw.Status().Patch(ctx, mr, client.RawPatch(types.MergePatchType, status))
 	})
 	r.FloorSeconds = time.Since(start).Seconds()
+	r.FloorCPU = cpuSince(cpu)
 	r.FloorWritesPerMR = float64(floorWrites.Load()) / float64(n)
 	b.StopTimer()
 	// One by one: a delete-collection of 10,000 outlives the request.
@@ -459,6 +466,7 @@ func BenchmarkFleet(b *testing.B) {
 		}
 	}()
 	b.StartTimer()
+	cpu = cpuSeconds()
 	start = time.Now()
 	parallel(b, n, func(i int) error {
 		return c.Create(ctx, k.mr(f.ns(i), fmt.Sprintf("mr-%d", i), i, f))
@@ -467,6 +475,7 @@ func BenchmarkFleet(b *testing.B) {
 		b.Fatal(err)
 	}
 	r.Seconds = time.Since(start).Seconds()
+	r.CPU, r.Cores = cpuSince(cpu), runtime.NumCPU()
 	b.StopTimer()
 	close(converged)
 	probing.Wait()
