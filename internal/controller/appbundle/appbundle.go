@@ -172,8 +172,7 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 		return managed.ExternalObservation{ResourceExists: true}, nil
 	}
 	var upToDate bool
-	o := &ab.Status.AtProvider
-	*o = v1alpha1.AppBundleObservation{}
+	ab.Status.AtProvider = observed(ab, c)
 
 	want, err := desiredDeployment(ab, e.cluster.Local)
 	if err != nil {
@@ -188,17 +187,9 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 		}
 		upToDate = !drifted
 	}
-	if c.deployment != nil {
-		o.ReadyReplicas, o.Replicas = c.deployment.Status.ReadyReplicas, c.deployment.Status.Replicas
-	}
-
 	if c.pvc == nil {
 		upToDate = false
 	} else {
-		o.PVCPhase = c.pvc.Status.Phase
-		if q, ok := c.pvc.Status.Capacity[corev1.ResourceStorage]; ok {
-			o.PVCCapacity = q.String()
-		}
 		change, err := e.pvcChange(ctx, ab, c.pvc)
 		if err != nil {
 			return managed.ExternalObservation{}, err
@@ -217,7 +208,6 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 			return managed.ExternalObservation{}, err
 		}
 		upToDate = upToDate && bundleMark.On(c.service, ab) && !drifted
-		o.ServiceAddress = serviceAddress(c.service)
 		details = connectionDetails(c.service)
 	case c.service != nil:
 		// A Service is no longer wanted.
@@ -226,6 +216,24 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 
 	ab.SetConditions(readiness(ab, c))
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ConnectionDetails: details}, nil
+}
+
+// observed is what status.atProvider shows of the bundle's objects c.
+func observed(ab *v1alpha1.AppBundle, c children) v1alpha1.AppBundleObservation {
+	var o v1alpha1.AppBundleObservation
+	if c.deployment != nil {
+		o.ReadyReplicas, o.Replicas = c.deployment.Status.ReadyReplicas, c.deployment.Status.Replicas
+	}
+	if c.pvc != nil {
+		o.PVCPhase = c.pvc.Status.Phase
+		if q, ok := c.pvc.Status.Capacity[corev1.ResourceStorage]; ok {
+			o.PVCCapacity = q.String()
+		}
+	}
+	if wantsService(ab) && c.service != nil {
+		o.ServiceAddress = serviceAddress(c.service)
+	}
+	return o
 }
 
 // connectionDetails are where the AppBundle's Service s answers inside its
@@ -314,7 +322,13 @@ func (e *external) setStorageCondition(ab *v1alpha1.AppBundle, c pvcChange) {
 
 func (e *external) Create(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalCreation, error) {
 	ab.SetConditions(xpv2.Creating())
-	_, details, err := e.apply(ctx, ab)
+	applied, details, err := e.apply(ctx, ab)
+	if err == nil && applied.deployment != nil && !deploymentReady(applied.deployment) {
+		// Its controller's status update, when it is, reconciles the bundle;
+		// until then status shows the objects as written.
+		ab.Status.AtProvider = observed(ab, applied)
+		managedkind.ReadinessFollows(ctx, ab)
+	}
 	return managed.ExternalCreation{ConnectionDetails: details}, err
 }
 

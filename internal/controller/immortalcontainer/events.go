@@ -32,10 +32,11 @@ func podEvents() predicate.Predicate {
 }
 
 // podCreated is whether a pod's creation event concerns its ImmortalContainer.
-// A new pod is the provider's own create, and the managed reconciler observes
-// it again after every create anyway; at a restart, or when a watch lists
-// again, every ImmortalContainer is reconciled from its own list. Only a pod
-// that has already ended or is being deleted needs acting on at once.
+// A new pod is the provider's own create, whose running or end reconciles the
+// ImmortalContainer (managedkind.ReadinessFollows); at a restart, or when a
+// watch lists again, every ImmortalContainer is reconciled from its own list.
+// Only a pod that has already ended or is being deleted needs acting on at
+// once.
 func podCreated(p *corev1.Pod) bool {
 	return ended(p) || terminating(p)
 }

@@ -105,19 +105,7 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 		ic.Status.AtProvider.CurrentPod = ""
 		return managed.ExternalObservation{ResourceExists: false, ConnectionDetails: details}, nil
 	}
-	ic.Status.AtProvider.CurrentPod = pod.GetName()
-	if !ended(pod) {
-		// The replacement exists: no restart is pending.
-		ic.Status.AtProvider.NextRestartTime = nil
-	}
-	// Starts are counted here, from the pods themselves, not in Create
-	// (managedkind's package doc, "Write order"): once per pod UID, so neither
-	// a repeated observation nor a restarted provider, which reads the UID
-	// back from status, counts a pod twice.
-	if string(pod.GetUID()) != ic.Status.AtProvider.PodUID {
-		ic.Status.AtProvider.PodUID = string(pod.GetUID())
-		recordStart(&ic.Status.AtProvider, pod.GetCreationTimestamp())
-	}
+	seen(&ic.Status.AtProvider, pod)
 	switch {
 	case terminating(pod):
 		// It is going away; its deletion event brings us back to create the next one.
@@ -145,6 +133,23 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 	}
 	upToDate := pod.GetAnnotations()[annotationSpecHash] == specHash(ic.Spec.ForProvider)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ConnectionDetails: details}, nil
+}
+
+// seen records pod in o: the current pod, and its start. Starts are counted
+// from the pods themselves, once per pod UID (managedkind's package doc,
+// "Write order"), so neither a repeated observation, nor a restarted provider
+// (which reads the UID back from status), nor Create and the Observe after it
+// count a pod twice.
+func seen(o *v1alpha1.ImmortalContainerObservation, pod *corev1.Pod) {
+	o.CurrentPod = pod.GetName()
+	if !ended(pod) {
+		// The replacement exists: no restart is pending.
+		o.NextRestartTime = nil
+	}
+	if string(pod.GetUID()) != o.PodUID {
+		o.PodUID = string(pod.GetUID())
+		recordStart(o, pod.GetCreationTimestamp())
+	}
 }
 
 // connectionDetails are the pod's name, which never changes, and the IP of the
@@ -177,7 +182,8 @@ func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 		return managed.ExternalCreation{ConnectionDetails: connectionDetails(ic, nil)}, e.deletePod(ctx, pod)
 	}
 	ic.SetConditions(xpv2.Creating())
-	err = e.cluster.Client.Create(ctx, desiredPod(ic, e.cluster.Local))
+	pod = desiredPod(ic, e.cluster.Local)
+	err = e.cluster.Client.Create(ctx, pod)
 	if kerrors.IsAlreadyExists(err) {
 		// Someone made it between our read and our write; the next observation decides.
 		return managed.ExternalCreation{ConnectionDetails: connectionDetails(ic, nil)}, nil
@@ -190,6 +196,10 @@ func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 		msg += "; the previous one ended: " + r
 	}
 	e.record.Event(ic, event.Normal(reasonStarted, msg))
+	// Its running, or its end, reconciles the ImmortalContainer; until then
+	// status shows the pod as created.
+	seen(&ic.Status.AtProvider, pod)
+	managedkind.ReadinessFollows(ctx, ic)
 	// A new pod has no IP yet.
 	return managed.ExternalCreation{ConnectionDetails: connectionDetails(ic, nil)}, nil
 }

@@ -20,7 +20,9 @@
 //     annotation (an Update; on a conflict Create is not called), Create,
 //     then the create-succeeded (or create-failed) annotation (an Update that,
 //     on a conflict, reads the managed resource again and retries), and asks
-//     for the next reconcile at once;
+//     for the next reconcile at once, unless Create said its readiness
+//     follows by event (ReadinessFollows): then the next is the poll, or
+//     that event;
 //  7. otherwise, if Observe reported it not up to date and the management
 //     policies allow it, Update;
 //  8. last, one status update of the managed resource: what Observe, Create
@@ -41,19 +43,21 @@
 //     client lives for one reconcile, so the field holds exactly what this
 //     reconcile's Observe found, and never leaks into the next one. Status
 //     is for users, not the channel between the two calls.
-//   - Status written in Create is not to be relied on: step 6's retry reads
-//     the managed resource again, which replaces it with the stored status,
-//     and the reconcile that follows at once observes again anyway. Create
-//     sets only what the next Observe sets too, and what must be counted
-//     (ImmortalContainer's starts) is counted by Observe, from the objects
-//     themselves, once per object UID.
+//   - Status written in Create stands until the next Observe, which, after a
+//     create whose readiness follows, is the readiness event's: Create sets
+//     what that Observe sets too, from the objects as written. It is not to
+//     be relied on beyond: step 6's retry reads the managed resource again,
+//     which replaces it with the stored status (the conflict then brings the
+//     next reconcile at once). What must be counted (ImmortalContainer's
+//     starts) is counted from the objects themselves, once per object UID,
+//     so Create and the Observe after it never count one twice.
 //   - Status written anywhere is lost when step 8 meets a conflict (the
 //     managed resource changed since step 1): the reconciler drops it and
 //     requeues, while the changes Create or Update made outside stand. So
 //     what happened outside is read back from outside (or, for what cannot
 //     be, as a ChaosAgent's rounds, kept in memory by UID until status
 //     catches up).
-//   - Observe runs on every reconcile (polls, watch events, the requeue after
+//   - Observe runs on every reconcile (polls, watch events, a requeue after
 //     a create), so an event recorded there is recorded each time: record
 //     one when the state it reports changes, judged by data in status (the
 //     reason of a condition, as ChaosAgent's Acting events are), not by

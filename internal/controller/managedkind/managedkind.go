@@ -150,6 +150,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		b = k.Watch(b)
 	}
 	var rr reconcile.Reconciler = retryConflicts{Reconciler: errors.WithSilentRequeueOnConflict(mr), conflicts: cf}
+	rr = pollAfterCreate{Reconciler: rr, poll: jittered(k.PollHook, o.PollJitter, rand.Float64), interval: o.PollInterval}
 	if k.WatchSet != nil {
 		if err := mgr.Add(k.WatchSet); err != nil {
 			return errors.Wrapf(err, "cannot add the watches of %s", gk)

@@ -89,6 +89,17 @@ func TestPollRoundCost(t *testing.T) {
 	for _, c := range costs {
 		synced(t, c.mr)
 	}
+	// What a Deployment's controller and a kubelet would write, which the
+	// AppBundle and the ImmortalContainer wait for after their create.
+	ctx := context.Background()
+	if err := deploymentAvailable(ctx, ns, "bundle"); err != nil {
+		t.Fatal(err)
+	}
+	if err := podRunning(ctx, ns, "immortal-immortalpod"); err != nil {
+		t.Fatal(err)
+	}
+	ready(t, costs[0].mr)
+	ready(t, costs[1].mr)
 	quiet(t, 3*time.Second)
 	testenv.WaitIdle(t, wait)
 	for i, c := range costs {
@@ -253,4 +264,94 @@ func TestNewResourceReconciledOnce(t *testing.T) {
 			t.Errorf("%s: a new resource took %v reconciles, want 1", c.kind, after-before)
 		}
 	}
+}
+
+// TestCreateWaitsForReadiness checks that a new AppBundle and a new
+// ImmortalContainer are reconciled once to create what they make, and once
+// more when that reports its readiness: the managed reconciler's requeue
+// right after a create, which found the Deployment or pod not ready yet, is
+// the next poll instead. It was a third of a fleet's reconciles.
+func TestCreateWaitsForReadiness(t *testing.T) {
+	ns := env.Namespace(t, "created", nil)
+	ctx := context.Background()
+	for _, c := range []struct {
+		kind  string
+		mr    client.Object
+		ready func() error // what the Deployment's or the pod's controller would write
+	}{
+		{workloadv1alpha1.AppBundleGroupKind,
+			&workloadv1alpha1.AppBundle{ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
+				Spec: workloadv1alpha1.AppBundleSpec{ForProvider: workloadv1alpha1.AppBundleParameters{Image: "nginx"}}},
+			func() error { return deploymentAvailable(ctx, ns, "app") }},
+		{workloadv1alpha1.ImmortalContainerGroupKind,
+			&workloadv1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Name: "forever", Namespace: ns},
+				Spec: workloadv1alpha1.ImmortalContainerSpec{ForProvider: workloadv1alpha1.ImmortalContainerParameters{Image: "nginx"}}},
+			func() error { return podRunning(ctx, ns, "forever-immortalpod") }},
+	} {
+		controller := managed.ControllerName(c.kind)
+		testenv.WaitIdle(t, wait)
+		before, err := testenv.Reconciles(controller)
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := func(want float64, what string) {
+			t.Helper()
+			// The requeue after a create came through the controller's rate
+			// limiter a second or more later: wait that out.
+			quiet(t, 3*time.Second)
+			testenv.WaitIdle(t, wait)
+			after, err := testenv.Reconciles(controller)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after-before != want {
+				t.Errorf("%s: %s took %v reconciles, want %v", c.kind, what, after-before, want)
+			}
+		}
+		create(t, c.mr)
+		synced(t, c.mr)
+		count(1, "a create")
+		if err := c.ready(); err != nil {
+			t.Fatal(err)
+		}
+		ready(t, c.mr)
+		count(2, "a create and its readiness")
+	}
+}
+
+// deploymentAvailable writes what a Deployment's controller writes once its
+// replica is available: envtest runs no controllers.
+func deploymentAvailable(ctx context.Context, ns, name string) error {
+	d := &appsv1.Deployment{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+		return err
+	}
+	d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 1, ReadyReplicas: 1, AvailableReplicas: 1, UpdatedReplicas: 1,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable"}}}
+	return env.Client.Status().Update(ctx, d)
+}
+
+// podRunning writes what a kubelet writes once a pod runs.
+func podRunning(ctx context.Context, ns, name string) error {
+	p := &corev1.Pod{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, p); err != nil {
+		return err
+	}
+	p.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.9", StartTime: &metav1.Time{Time: time.Now()},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+	return env.Client.Status().Update(ctx, p)
+}
+
+// ready waits until managed resource mr is Ready.
+func ready(t *testing.T, mr client.Object) {
+	t.Helper()
+	testenv.Eventually(t, wait, fmt.Sprintf("%T %s/%s to be Ready", mr, mr.GetNamespace(), mr.GetName()), func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mr), mr); err != nil {
+			return false, err
+		}
+		cond, ok := mr.(interface {
+			GetCondition(xpv2.ConditionType) xpv2.Condition
+		})
+		return ok && cond.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue, nil
+	})
 }
