@@ -5,6 +5,7 @@ package appbundle
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -86,6 +87,12 @@ type external struct {
 	// own remembers the provider's writes of the objects the cache holds;
 	// nil on another cluster.
 	own *ownWrites
+	// read are Observe's reads from the API server not yet used again, by
+	// kind and name (nil: not found). The client lives for one reconcile:
+	// Observe's reads of a bundle to create serve Create's, milliseconds
+	// later, instead of a second GET of each object; Observe writes nothing
+	// in between.
+	read map[string]client.Object
 }
 
 // children are an AppBundle's objects as they are; nil where missing.
@@ -97,9 +104,10 @@ type children struct {
 
 // get reads o by name into o, returning false when it does not exist.
 //
-// Reads that decide a write (Create, Update, Delete) go to the API server: a
-// same-named object the AppBundle did not create must be seen as it is, so
-// that it is never taken over or deleted by mistake. Observe, which writes
+// Reads that decide a write (Create, Update, Delete) go to the API server, or
+// are this reconcile's reads from it (e.read): a same-named object the
+// AppBundle did not create must be seen as it is, so that it is never taken
+// over or deleted by mistake. Observe, which writes
 // nothing, reads the cache where there is one (cached): a hit carries
 // LabelOwner and is judged by its value as the API server's copy would be,
 // and any write it leads to reads again. A wanted object missing from the
@@ -108,7 +116,7 @@ type children struct {
 // unlabelled one is still seen in the way). An unwanted one missing from the
 // cache is none of the bundle's business: an object it did not make, or one
 // it just made whose event brings it back.
-func (e *external) get(ctx context.Context, ns, name string, o client.Object, cached, wanted bool) (bool, error) {
+func (e *external) get(ctx context.Context, ns, name string, o client.Object, cached, wanted, observing bool) (bool, error) {
 	key := types.NamespacedName{Namespace: ns, Name: name}
 	if cached && e.cache != nil {
 		err := e.cache.Get(ctx, key, o)
@@ -116,23 +124,44 @@ func (e *external) get(ctx context.Context, ns, name string, o client.Object, ca
 			return err == nil, errors.Wrapf(resource.IgnoreNotFound(err), "cannot get %T %q from the cache", o, name)
 		}
 	}
-	err := e.cluster.Client.Get(ctx, key, o)
-	if kerrors.IsNotFound(err) {
-		return false, nil
+	k := fmt.Sprintf("%T/%s", o, name)
+	if r, ok := e.read[k]; ok && !observing {
+		// Used once: a read after this reconcile's writes goes to the API
+		// server again.
+		delete(e.read, k)
+		if r == nil {
+			return false, nil
+		}
+		reflect.ValueOf(o).Elem().Set(reflect.ValueOf(r).Elem())
+		return true, nil
 	}
-	return err == nil, errors.Wrapf(err, "cannot get %T %q", o, name)
+	err := e.cluster.Client.Get(ctx, key, o)
+	found := err == nil
+	if kerrors.IsNotFound(err) {
+		err = nil
+	}
+	if observing && err == nil {
+		if e.read == nil {
+			e.read = map[string]client.Object{}
+		}
+		e.read[k] = nil
+		if found {
+			e.read[k], _ = o.DeepCopyObject().(client.Object)
+		}
+	}
+	return found, errors.Wrapf(err, "cannot get %T %q", o, name)
 }
 
 // children reads the AppBundle's objects: those it marked, and the unmarked
 // ones it wants and may adopt. Another object named like one it wants is a
 // conflict, reported as an error; one it does not want, or any unmarked one
 // while the AppBundle is being deleted, is left alone and never blocks it.
-// cached reads through the cache where there is one (see get), but never for
-// a bundle being deleted.
-func (e *external) children(ctx context.Context, ab *v1alpha1.AppBundle, cached bool) (children, error) {
+// observing (Observe's reads) reads through the cache where there is one
+// (see get), but never for a bundle being deleted.
+func (e *external) children(ctx context.Context, ab *v1alpha1.AppBundle, observing bool) (children, error) {
 	var c children
 	d, p, s := &appsv1.Deployment{}, &corev1.PersistentVolumeClaim{}, &corev1.Service{}
-	cached = cached && !meta.WasDeleted(ab)
+	cached := observing && !meta.WasDeleted(ab)
 	for _, x := range []struct {
 		name   string
 		obj    client.Object
@@ -143,7 +172,7 @@ func (e *external) children(ctx context.Context, ab *v1alpha1.AppBundle, cached 
 		{PVCName(ab), p, true, func() { c.pvc = p }},
 		{ab.GetName(), s, wantsService(ab), func() { c.service = s }},
 	} {
-		ok, err := e.get(ctx, ab.GetNamespace(), x.name, x.obj, cached, x.wanted)
+		ok, err := e.get(ctx, ab.GetNamespace(), x.name, x.obj, cached, x.wanted, observing)
 		if err != nil {
 			return c, err
 		}

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -608,5 +609,38 @@ func TestStorageRefusalEventOncePerSpec(t *testing.T) {
 		if want := s.change.Refused == ""; (c.Status == corev1.ConditionTrue) != want {
 			t.Errorf("step %d: StorageSynced %s, want True=%t", i, c.Status, want)
 		}
+	}
+}
+
+// TestCreateUsesObservesReads: Create decides from the objects Observe read
+// from the API server in the same reconcile, not from a second GET of each;
+// a read after the writes goes to the API server again.
+func TestCreateUsesObservesReads(t *testing.T) {
+	gets := 0
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(scheme(t)).WithReturnManagedFields().Build(), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			gets++
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	e := &external{cluster: &target.Cluster{Client: c, Local: true}, record: event.NewNopRecorder()}
+	bundle := ab(withService)
+	o, err := e.Observe(context.Background(), bundle)
+	if err != nil || o.ResourceExists {
+		t.Fatalf("Observe(...) = %+v, %v; want the bundle missing", o, err)
+	}
+	observed := gets
+	if _, err := e.Create(context.Background(), bundle); err != nil {
+		t.Fatal(err)
+	}
+	if got := gets - observed; got != 0 {
+		t.Errorf("Create sent %d GETs after Observe's %d, want 0", got, observed)
+	}
+	if diff := cmp.Diff(world{Deployment: madeDeployment, Claim: madeClaim, Service: madeService}, worldOf(t, c)); diff != "" {
+		t.Errorf("Create(...): -want, +got:\n%s", diff)
+	}
+	ch, err := e.children(context.Background(), bundle, false)
+	if err != nil || ch.deployment == nil || ch.pvc == nil || ch.service == nil {
+		t.Errorf("a read after Create's writes: %+v, %v; want every object", ch, err)
 	}
 }
