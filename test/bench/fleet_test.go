@@ -457,11 +457,16 @@ func BenchmarkFleet(b *testing.B) {
 	probing.Add(1)
 	go func() {
 		defer probing.Done()
+		// Paced: back to back, the probes' own changes (each AppBundle
+		// probe rolls a Deployment out twice) were as much work for the
+		// control plane as the fleet, work the floor never had.
+		pace := time.NewTicker(probePace)
+		defer pace.Stop()
 		for j := 0; ; j = (j + 1) % fleetProbes {
 			select {
 			case <-converged:
 				return
-			default:
+			case <-pace.C:
 			}
 			if d, err := react(ctx, k, f, probe(j), n+j); err == nil {
 				during = append(during, d)
@@ -580,6 +585,10 @@ func BenchmarkFleet(b *testing.B) {
 		abandon(b, c, []client.ObjectList{k.list()}, f.nss)
 	}
 }
+
+// probePace is the least time between two probes' changes while a fleet
+// converges.
+const probePace = 500 * time.Millisecond
 
 // A probeCheck is where the provider acts on a probe's change: the object it
 // writes (kind, namespace and name), and whether a version of it shows the
