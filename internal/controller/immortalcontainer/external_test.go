@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
@@ -268,5 +269,40 @@ func TestExternalCreateUpdateDelete(t *testing.T) {
 				t.Errorf("%s\nthe cluster's pods: -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestCreateUsesObservesRead: Create decides from the pod Observe read in the
+// same reconcile, not from a second GET; a read after it goes to the API
+// server again.
+func TestCreateUsesObservesRead(t *testing.T) {
+	e := newExternal(t)
+	gets := 0
+	e.cluster.Client = interceptor.NewClient(e.cluster.Client.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			gets++
+			return c.Get(ctx, key, obj, opts...)
+		},
+		// The API server gives a new pod its UID; the fake client does not.
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			obj.SetUID("pod-uid")
+			return c.Create(ctx, obj, opts...)
+		},
+	})
+	ic := immortal(false)
+	if o, err := e.Observe(context.Background(), ic); err != nil || o.ResourceExists {
+		t.Fatalf("Observe(...) = %+v, %v; want the pod missing", o, err)
+	}
+	if _, err := e.Create(context.Background(), ic); err != nil {
+		t.Fatal(err)
+	}
+	if gets != 1 {
+		t.Errorf("Observe and Create sent %d GETs, want 1", gets)
+	}
+	if pod, err := e.current(context.Background(), ic); err != nil || pod == nil || gets != 2 {
+		t.Errorf("a read after Create: %v, %v after %d GETs; want the new pod, read from the API server", pod, err, gets)
+	}
+	if ic.Status.AtProvider.StartTimes != 1 || ic.Status.AtProvider.CurrentPod != PodName(ic) {
+		t.Errorf("status after Create: %+v; want the pod, started once", ic.Status.AtProvider)
 	}
 }

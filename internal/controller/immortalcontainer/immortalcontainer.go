@@ -64,6 +64,22 @@ type external struct {
 	cluster *target.Cluster
 	record  event.Recorder
 	now     func() time.Time
+	// observed is the pod as Observe read it, nil for none, until Create,
+	// Update or Delete uses it (observedSet): the client lives for one reconcile, and
+	// Observe writes nothing, so the write that follows decides from that
+	// read instead of a second GET.
+	observed    *corev1.Pod
+	observedSet bool
+}
+
+// current returns the pod as Observe read it in this reconcile, once; a read
+// after that goes to the API server again.
+func (e *external) current(ctx context.Context, ic *v1alpha1.ImmortalContainer) (*corev1.Pod, error) {
+	if e.observedSet {
+		e.observedSet = false
+		return e.observed, nil
+	}
+	return e.get(ctx, ic)
 }
 
 func backoffOf(ic *v1alpha1.ImmortalContainer) v1alpha1.RestartBackoff {
@@ -100,6 +116,7 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	e.observed, e.observedSet = pod, true
 	details := connectionDetails(ic, pod)
 	if pod == nil {
 		ic.Status.AtProvider.CurrentPod = ""
@@ -172,7 +189,7 @@ func connectionDetails(ic *v1alpha1.ImmortalContainer, pod *corev1.Pod) managed.
 func terminating(pod *corev1.Pod) bool { return pod.GetDeletionTimestamp() != nil }
 
 func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalCreation, error) {
-	pod, err := e.get(ctx, ic)
+	pod, err := e.current(ctx, ic)
 	if err != nil {
 		return managed.ExternalCreation{}, err
 	}
@@ -207,7 +224,7 @@ func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 // Update replaces a pod whose parameters changed: most pod fields cannot change
 // in place, and the replacement is created on the deletion event.
 func (e *external) Update(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalUpdate, error) {
-	pod, err := e.get(ctx, ic)
+	pod, err := e.current(ctx, ic)
 	if err != nil {
 		return managed.ExternalUpdate{}, err
 	}
@@ -221,7 +238,7 @@ func (e *external) Update(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 
 func (e *external) Delete(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalDelete, error) {
 	ic.SetConditions(xpv2.Deleting())
-	pod, err := e.get(ctx, ic)
+	pod, err := e.current(ctx, ic)
 	if err != nil || pod == nil {
 		return managed.ExternalDelete{}, err
 	}
