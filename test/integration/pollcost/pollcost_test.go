@@ -165,14 +165,26 @@ func readsConf(t *testing.T, ns string) {
 // succeeded.
 func synced(t *testing.T, mr client.Object) {
 	t.Helper()
-	testenv.Eventually(t, wait, fmt.Sprintf("%T %s/%s to be Synced", mr, mr.GetNamespace(), mr.GetName()), func(ctx context.Context) (bool, error) {
+	awaitCondition(t, mr, xpv2.TypeSynced)
+}
+
+// ready waits until managed resource mr is Ready.
+func ready(t *testing.T, mr client.Object) {
+	t.Helper()
+	awaitCondition(t, mr, xpv2.TypeReady)
+}
+
+// awaitCondition waits until managed resource mr's condition ct is True.
+func awaitCondition(t *testing.T, mr client.Object, ct xpv2.ConditionType) {
+	t.Helper()
+	testenv.Eventually(t, wait, fmt.Sprintf("%T %s/%s to be %s", mr, mr.GetNamespace(), mr.GetName(), ct), func(ctx context.Context) (bool, error) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mr), mr); err != nil {
 			return false, err
 		}
 		cond, ok := mr.(interface {
 			GetCondition(xpv2.ConditionType) xpv2.Condition
 		})
-		return ok && cond.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, nil
+		return ok && cond.GetCondition(ct).Status == corev1.ConditionTrue, nil
 	})
 }
 
@@ -342,16 +354,3 @@ func podRunning(ctx context.Context, ns, name string) error {
 	return env.Client.Status().Update(ctx, p)
 }
 
-// ready waits until managed resource mr is Ready.
-func ready(t *testing.T, mr client.Object) {
-	t.Helper()
-	testenv.Eventually(t, wait, fmt.Sprintf("%T %s/%s to be Ready", mr, mr.GetNamespace(), mr.GetName()), func(ctx context.Context) (bool, error) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mr), mr); err != nil {
-			return false, err
-		}
-		cond, ok := mr.(interface {
-			GetCondition(xpv2.ConditionType) xpv2.Condition
-		})
-		return ok && cond.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue, nil
-	})
-}
