@@ -353,4 +353,3 @@ func podRunning(ctx context.Context, ns, name string) error {
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
 	return env.Client.Status().Update(ctx, p)
 }
-
