@@ -27,6 +27,7 @@ TARGETS="
 ./internal/controller/copyrule/             FuzzSummarizedPlan
 ./internal/controller/copyrule/             FuzzSourceConflicts
 ./internal/controller/copyrule/             FuzzTransform
+./internal/controller/copyrule/             FuzzInputsDigest
 ./internal/window/                          FuzzWindow
 ./internal/controller/chaosagent/           FuzzSelector
 ./internal/controller/chaosagent/           FuzzCompile

@@ -19,6 +19,7 @@ package watchset
 import (
 	"context"
 	"maps"
+	"slices"
 	"strings"
 	"sync"
 
@@ -145,10 +146,17 @@ const byValue = "value"
 type running struct {
 	stop     context.CancelFunc
 	informer toolscache.SharedIndexInformer
+	// handled syncs once the events of the informer's first list have
+	// been handed out, which the informer's own HasSynced does not wait for.
+	handled toolscache.ResourceEventHandlerRegistration
 	// owners are those of a watch's own informer. names, of a group's shared
 	// informer only, are the owners of each name it serves.
 	owners map[types.NamespacedName]struct{}
 	names  map[string]map[types.NamespacedName]struct{}
+	// synced is set once the informer has listed; waiting are the owners
+	// to enqueue then (WhenSynced). Both under Set.mu.
+	synced  bool
+	waiting map[types.NamespacedName]struct{}
 }
 
 // A Set runs the watches of one controller's managed resources and turns their
@@ -613,7 +621,7 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(h happening, objs .
 	if err := inf.SetTransform(transform); err != nil {
 		return nil, errors.Wrap(err, "cannot slim watched objects")
 	}
-	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+	handled, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(o any, initial bool) {
 			h := changed
 			if initial {
@@ -640,7 +648,8 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(h happening, objs .
 			s.forgetWrite(key{cluster: c.ID, Watch: w}, o)
 			notify(gone, o)
 		},
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, errors.Wrap(err, "cannot handle watch events")
 	}
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
@@ -655,8 +664,52 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(h happening, objs .
 			return nil, err
 		}
 	}
+	r := &running{stop: stop, informer: inf, handled: handled}
 	go inf.RunWithContext(ctx)
-	return &running{stop: stop, informer: inf}, nil
+	go s.awaitSync(ctx, r)
+	return r, nil
+}
+
+// awaitSync enqueues the owners waiting for r to sync once it has, or once
+// it stopped before: they decide again either way. Synced is when the first
+// list's events have been sent, so those come first. The goroutine lasts
+// until the informer's first list.
+func (s *Set) awaitSync(ctx context.Context, r *running) {
+	toolscache.WaitForCacheSync(ctx.Done(), r.handled.HasSynced)
+	s.mu.Lock()
+	r.synced = true
+	owners := slices.Collect(maps.Keys(r.waiting))
+	r.waiting = nil
+	s.mu.Unlock()
+	s.enqueue(owners, true)
+}
+
+// WhenSynced reports whether every watch of owner has synced, so that List
+// serves them all. If not, owner is enqueued, as routine, once they have: an
+// owner that would rather decide from its watches than read the API server
+// (such as a resource whose status says what it last decided from, after a
+// restart) waits for them without holding a worker.
+func (s *Set) WhenSynced(owner types.NamespacedName) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := true
+	for k := range s.owners[owner] {
+		r, ok := s.serving(k)
+		if !ok {
+			// Never so once ensure returns; never wait on it either.
+			go s.enqueue([]types.NamespacedName{owner}, true)
+			return false
+		}
+		if r.synced || r.handled.HasSynced() {
+			continue
+		}
+		all = false
+		if r.waiting == nil {
+			r.waiting = map[types.NamespacedName]struct{}{}
+		}
+		r.waiting[owner] = struct{}{}
+	}
+	return all
 }
 
 // notify enqueues every owner of k that objs concern.

@@ -367,6 +367,13 @@ type CopyRuleObservation struct {
 	// LastFullSync is when every intended copy was last brought in sync.
 	// +optional
 	LastFullSync *metav1.Time `json:"lastFullSync,omitempty"`
+	// SyncedDigest is a digest of what the rule last found in sync: its
+	// spec's generation, its clusters and reach, the versions of its sources
+	// and copies, and its target namespaces. After a provider restart, a rule
+	// whose watches hold the same is known to be in sync without reading its
+	// sources and copies again. Empty while the rule is not in sync.
+	// +optional
+	SyncedDigest string `json:"syncedDigest,omitempty"`
 }
 
 // A CopyRuleSpec defines the desired state of a CopyRule. A CopyRule has no

@@ -47,12 +47,14 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	ws := watchset.New(o.Logger.WithValues("controller", managed.ControllerName(v1alpha1.CopyRuleGroupKind)))
 	known := newKnownCopies()
 	ws.OnForget(known.forget)
+	// Half the shortest poll: a rule's first poll after a restart reads.
+	resumeFor := time.Duration(float64(o.PollInterval) * (1 - o.PollJitter) / 2)
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.CopyRule]{
 		GroupVersionKind: resource.ManagedKind(v1alpha1.CopyRuleGroupVersionKind),
 		Object:           &v1alpha1.CopyRule{},
 		List:             &v1alpha1.CopyRuleList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.CopyRule) managed.TypedExternalClient[*v1alpha1.CopyRule] {
-			return &external{cluster: c, resolver: r, record: rec, watches: ws, known: known, now: time.Now}
+			return &external{cluster: c, resolver: r, record: rec, watches: ws, known: known, now: time.Now, resumeFor: resumeFor}
 		},
 		// Sources, copies and namespaces are watched narrowly, as metadata:
 		// the copies and namespaces on the cluster the rule writes to, the
@@ -74,9 +76,14 @@ type external struct {
 	// known is what the controller knows of each rule's copies unread.
 	known *knownCopies
 	now   func() time.Time
+	// resumeFor is how long after a rule decided from its digest its
+	// reconciles may again (resume).
+	resumeFor time.Duration
 
 	// plan is what Observe found to do; Update carries it out.
 	plan Plan
+	// decided is what Observe made the plan from.
+	decided decided
 }
 
 func owner(cr *v1alpha1.CopyRule) Owner {
@@ -148,6 +155,18 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 			return managed.ExternalObservation{}, errors.Wrap(err, "cannot watch the rule's sources")
 		}
 	}
+	targets, err := SelectTargets(p, cr.GetNamespace(), notTargets, nss, e.cluster.Reach)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	switch r, err := e.resume(cr, srcCl, srcNSs, targets); {
+	case err != nil:
+		return managed.ExternalObservation{}, err
+	case r != readAll:
+		// In sync as last found, or to be decided once its watches have
+		// synced: the status stays as it is.
+		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	}
 	all, refused, err := readSources(ctx, srcCl.Client, p, srcNSs, e.held(srcCl, p))
 	if err != nil {
 		return managed.ExternalObservation{}, sideError(err, "source", sourceRef(cr))
@@ -162,10 +181,6 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	}
 	tr := NewTransform(p)
 	sources, conflicts := SourceConflicts(all, tr.Name)
-	targets, err := SelectTargets(p, cr.GetNamespace(), notTargets, nss, e.cluster.Reach)
-	if err != nil {
-		return managed.ExternalObservation{}, err
-	}
 	copies, err := e.copies(ctx, cr)
 	if err != nil {
 		return managed.ExternalObservation{}, sideError(err, "target", tgt)
@@ -209,6 +224,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 		o.ObservedSources = append(o.ObservedSources, v1alpha1.ObservedSource{Namespace: s.Namespace, Name: s.Name, ResourceVersion: s.ResourceVersion})
 	}
 	e.report(cr, e.plan.Problems, e.plan.InSync, 0, false)
+	e.decided = decided{sources: versionsOf(all), targets: targets}
+	o.SyncedDigest = ""
+	if len(e.plan.Actions) == 0 && settled(e.plan, e.plan.InSync, 0, len(in.Copies), e.plan.Problems) {
+		o.SyncedDigest = e.inputs(cr, srcCl, e.decided.sources, versionsOf(in.Copies), targets).Digest()
+	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(e.plan.Actions) == 0}, nil
 }
 
@@ -447,6 +467,7 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 	e.plan.Skipped += r.Skipped
 	problems := append(r.Problems, e.plan.Problems...) //nolint:gocritic // A new slice of both.
 	e.report(cr, problems, e.plan.InSync+r.Written, r.Failed, len(r.Done) > 0)
+	e.digestWritten(cr, problems, r.Written, r.Failed)
 	if err := e.watch(cr, problems); err != nil {
 		return managed.ExternalUpdate{}, err
 	}

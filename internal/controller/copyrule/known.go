@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -34,6 +35,20 @@ type knownCopies struct {
 	// uids are the rules' UIDs by name, to forget a rule whose deletion the
 	// controller did not see to its end (a finalizer removed by hand).
 	uids map[types.NamespacedName]types.UID
+	// resumes are, per rule, how its reconciles since the provider started
+	// decided: whether they may trust its status's digest (resume).
+	resumes map[types.UID]resumeState
+}
+
+// resumeState is how a rule's reconciles since the provider started decided.
+type resumeState struct {
+	// waits counts the reconciles that waited for its watches.
+	waits int
+	// decided: by reading, or from its digest. Reconciles until until may
+	// decide from its digest again, for events of the watches it resumed
+	// from that reached it late; its polls, later, read.
+	decided bool
+	until   time.Time
 }
 
 // knownCopy is one copy's summary, a few hundred bytes: never its data.
@@ -45,7 +60,46 @@ type knownCopy struct {
 }
 
 func newKnownCopies() *knownCopies {
-	return &knownCopies{byRule: map[types.UID]map[Ref]knownCopy{}, uids: map[types.NamespacedName]types.UID{}}
+	return &knownCopies{byRule: map[types.UID]map[Ref]knownCopy{}, uids: map[types.NamespacedName]types.UID{}, resumes: map[types.UID]resumeState{}}
+}
+
+// resuming reports whether rule may decide from its digest at now: it has
+// not decided since the provider started, or did from its digest until
+// recently.
+func (c *knownCopies) resuming(rule types.UID, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.resumes[rule]
+	return !st.decided || now.Before(st.until)
+}
+
+// waited counts one more wait of rule for its watches; false when it waited
+// as often as it may.
+func (c *knownCopies) waited(rule types.UID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.resumes[rule]
+	if st.decided || st.waits >= maxResumeWaits {
+		return false
+	}
+	st.waits++
+	c.resumes[rule] = st
+	return true
+}
+
+// resumed records that rule decided: from its digest, trusted again until
+// until, or by reading (a zero until). A rule that already decided from its
+// digest keeps its first until.
+func (c *knownCopies) resumed(rule Owner, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.resumes[types.UID(rule.UID)]
+	if !st.decided || until.IsZero() {
+		st.until = until
+	}
+	st.decided = true
+	c.resumes[types.UID(rule.UID)] = st
+	c.name(rule)
 }
 
 // summarize returns what is remembered of o; false for what is never
@@ -106,6 +160,7 @@ func (c *knownCopies) name(rule Owner) {
 	n, uid := types.NamespacedName{Namespace: rule.Namespace, Name: rule.Name}, types.UID(rule.UID)
 	if was, ok := c.uids[n]; ok && was != uid {
 		delete(c.byRule, was)
+		delete(c.resumes, was)
 	}
 	c.uids[n] = uid
 }
@@ -138,6 +193,7 @@ func (c *knownCopies) drop(rule Owner) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.byRule, types.UID(rule.UID))
+	delete(c.resumes, types.UID(rule.UID))
 	n := types.NamespacedName{Namespace: rule.Namespace, Name: rule.Name}
 	if c.uids[n] == types.UID(rule.UID) {
 		delete(c.uids, n)
@@ -150,6 +206,7 @@ func (c *knownCopies) forget(name types.NamespacedName) {
 	defer c.mu.Unlock()
 	if uid, ok := c.uids[name]; ok {
 		delete(c.byRule, uid)
+		delete(c.resumes, uid)
 		delete(c.uids, name)
 	}
 }

@@ -132,26 +132,62 @@ func (c *cluster) runProviderWith(t *testing.T, name, kubeconfig string, args ..
 // metric returns the value of the first sample of the provider's metrics whose
 // line starts with prefix (a name and labels), and whether there is one.
 func (p *provider) metric(ctx context.Context, prefix string) (float64, bool, error) {
+	var v float64
+	found := false
+	err := p.scrape(ctx, func(l string) (bool, error) {
+		if !strings.HasPrefix(l, prefix) {
+			return true, nil
+		}
+		var err error
+		v, err = sampleValue(l)
+		found = err == nil
+		return false, err
+	})
+	return v, found, err
+}
+
+// requests returns the provider's API requests so far (clusterops_api_requests_total)
+// by their labels, such as `resource="configmaps",verb="get"`.
+func (p *provider) requests(ctx context.Context) (map[string]float64, error) {
+	const name = "clusterops_api_requests_total{"
+	out := map[string]float64{}
+	err := p.scrape(ctx, func(l string) (bool, error) {
+		if rest, ok := strings.CutPrefix(l, name); ok {
+			labels, _, _ := strings.Cut(rest, "}")
+			v, err := sampleValue(l)
+			out[labels] = v
+			return err == nil, err
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+// scrape reads the provider's metrics and hands each line to each until it
+// returns false or an error.
+func (p *provider) scrape(ctx context.Context, each func(line string) (bool, error)) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", p.metrics), nil)
 	if err != nil {
-		return 0, false, err
+		return err
 	}
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, false, err
+		return err
 	}
 	defer res.Body.Close()
 	s := bufio.NewScanner(res.Body)
 	s.Buffer(make([]byte, 0, 64*1024), 1024*1024)
 	for s.Scan() {
-		l := s.Text()
-		if !strings.HasPrefix(l, prefix) {
-			continue
+		if more, err := each(s.Text()); err != nil || !more {
+			return err
 		}
-		v, err := strconv.ParseFloat(strings.TrimSpace(l[strings.LastIndex(l, " ")+1:]), 64)
-		return v, err == nil, err
 	}
-	return 0, false, s.Err()
+	return s.Err()
+}
+
+// sampleValue is the value of a sample line of the text format.
+func sampleValue(l string) (float64, error) {
+	return strconv.ParseFloat(strings.TrimSpace(l[strings.LastIndex(l, " ")+1:]), 64)
 }
 
 // leading reports whether the provider holds the lease, by its own account.

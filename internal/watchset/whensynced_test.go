@@ -1,0 +1,56 @@
+package watchset_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/clusterops/provider-clusterops/internal/watchset"
+)
+
+// TestWhenSynced checks that an owner told its watches have not synced yet is
+// enqueued once they have, and then finds them synced; and that an owner
+// waiting on a watch that stops before it ever syncs (one the API server
+// refuses) is enqueued too, to decide otherwise, rather than wait forever.
+func TestWhenSynced(t *testing.T) {
+	ctx, s, q, c := started(t)
+	ns := env.Namespace(t, "watchset-when-synced", nil)
+	owner := types.NamespacedName{Namespace: ns, Name: "owner"}
+	// A name nothing has: the watch's list brings no event of its own.
+	if err := s.Ensure(owner, c, named(ns, "nothing")); err != nil {
+		t.Fatal(err)
+	}
+	want := map[types.NamespacedName]int{}
+	if !s.WhenSynced(owner) {
+		want[owner] = 1
+	}
+	if diff := cmp.Diff(want, count(received(q, 2*time.Second))); diff != "" {
+		t.Errorf("enqueued once the watch synced: -want +got:\n%s", diff)
+	}
+	if !s.WhenSynced(owner) {
+		t.Error("WhenSynced(owner) = false after its watch synced")
+	}
+	if err := s.WaitSynced(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+
+	// A resource the API server does not serve: its watch never syncs.
+	other := types.NamespacedName{Namespace: ns, Name: "other"}
+	never := watchset.Watch{Resource: schema.GroupVersionResource{Group: "nothing.example.org", Version: "v1", Resource: "things"}, Namespace: ns}
+	if err := s.Ensure(other, c, never); err != nil {
+		t.Fatal(err)
+	}
+	if s.WhenSynced(other) {
+		t.Fatal("WhenSynced(other) = true for a watch of a resource that does not exist")
+	}
+	if got := received(q, 500*time.Millisecond); len(got) != 0 {
+		t.Errorf("enqueued %v while the watch still tries to list", got)
+	}
+	s.Forget(other)
+	if diff := cmp.Diff(map[types.NamespacedName]int{other: 1}, count(received(q, 2*time.Second))); diff != "" {
+		t.Errorf("enqueued when the watch stopped unsynced: -want +got:\n%s", diff)
+	}
+}
