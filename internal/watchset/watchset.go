@@ -153,8 +153,9 @@ type running struct {
 	// informer only, are the owners of each name it serves.
 	owners map[types.NamespacedName]struct{}
 	names  map[string]map[types.NamespacedName]struct{}
-	// synced is set once the informer has listed; waiting are the owners
-	// to enqueue then (WhenSynced). Both under Set.mu.
+	// synced is set once the informer has listed (or stopped before);
+	// waiting are the owners to enqueue then (WhenSynced). Both under
+	// Set.mu.
 	synced  bool
 	waiting map[types.NamespacedName]struct{}
 }

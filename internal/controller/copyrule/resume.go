@@ -11,6 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
 	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/reach"
 	"github.com/clusterops/provider-clusterops/internal/target"
@@ -179,7 +181,9 @@ func (e *external) resume(cr *v1alpha1.CopyRule, src *target.Cluster, srcNSs []s
 	if !e.known.resuming(uid, e.now()) {
 		return readAll, nil
 	}
-	if cr.Status.AtProvider.SyncedDigest == "" {
+	// A spec changed since its last sync is never in sync: returning as if
+	// it were, while its watches sync, would mark the new generation Synced.
+	if cr.Status.AtProvider.SyncedDigest == "" || cr.GetCondition(xpv2.TypeSynced).ObservedGeneration != cr.GetGeneration() {
 		e.known.resumed(owner(cr), time.Time{})
 		return readAll, nil
 	}
