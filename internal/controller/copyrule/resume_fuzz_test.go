@@ -40,20 +40,19 @@ func FuzzInputsDigest(f *testing.F) {
 		if in.Digest() != want {
 			t.Fatal("Digest changed its inputs' order")
 		}
-		for i := range in.Copies {
-			moved := in
-			moved.Copies = append([]Version(nil), in.Copies...)
-			moved.Copies[i].ResourceVersion += "0"
-			if moved.Digest() == want {
-				t.Fatalf("copy %d written since digests the same", i)
-			}
-		}
-		for i := range in.Sources {
-			moved := in
-			moved.Sources = append([]Version(nil), in.Sources...)
-			moved.Sources[i].ResourceVersion += "0"
-			if moved.Digest() == want {
-				t.Fatalf("source %d written since digests the same", i)
+		// Each version written since, a source's or a copy's, moves the digest.
+		for what, list := range map[string]func(*Inputs) *[]Version{
+			"copy":   func(in *Inputs) *[]Version { return &in.Copies },
+			"source": func(in *Inputs) *[]Version { return &in.Sources },
+		} {
+			for i := range *list(&in) {
+				moved := in
+				vs := list(&moved)
+				*vs = append([]Version(nil), *vs...)
+				(*vs)[i].ResourceVersion += "0"
+				if moved.Digest() == want {
+					t.Fatalf("%s %d written since digests the same", what, i)
+				}
 			}
 		}
 	})
