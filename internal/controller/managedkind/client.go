@@ -105,6 +105,14 @@ func (c noOpSkippingClient) Update(ctx context.Context, obj client.Object, opts 
 	var onlyMeta client.Object
 	if len(opts) == 0 {
 		cached, d := compareCached(ctx, c.Client, obj)
+		if d == unknown && c.apiReader != nil {
+			// The cache has not caught up with the reconciler's own last
+			// write: a create's annotations follow its finalizer within
+			// milliseconds. The API server holds the version obj was
+			// written at; sent whole instead, the update would write the
+			// spec back in the provider's encoding, one time in four.
+			cached, d = compareCached(ctx, c.apiReader, obj)
+		}
 		switch d {
 		case sameExceptStatus:
 			return nil
@@ -118,6 +126,7 @@ func (c noOpSkippingClient) Update(ctx context.Context, obj client.Object, opts 
 	}
 	base := obj.GetResourceVersion()
 	write := func() error { return c.Client.Update(ctx, obj, opts...) }
+
 	if onlyMeta != nil {
 		write = func() error {
 			return c.Client.Patch(ctx, obj, client.MergeFromWithOptions(onlyMeta, client.MergeFromWithOptimisticLock{}))
@@ -239,8 +248,11 @@ func compareCached(ctx context.Context, r client.Reader, obj client.Object) (cli
 	if err != nil {
 		return nil, unknown
 	}
-	delete(want, "status")
-	delete(have, "status")
+	// Nor does the type, which one reader fills in and another leaves out.
+	for _, k := range []string{"status", "apiVersion", "kind"} {
+		delete(want, k)
+		delete(have, k)
+	}
 	if equality.Semantic.DeepEqual(want, have) {
 		return cached, sameExceptStatus
 	}

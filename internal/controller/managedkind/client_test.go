@@ -93,6 +93,8 @@ func TestSkipNoOpWrites(t *testing.T) {
 		write   func(ctx context.Context, c client.Client, cached *corev1.ConfigMap) error
 		sent    int
 		patched int
+		// behind makes the cache hold an older version than the API server.
+		behind bool
 		// want is the data stored after the write; the original when nil.
 		want map[string]string
 	}{
@@ -112,6 +114,15 @@ func TestSkipNoOpWrites(t *testing.T) {
 		},
 		"MetadataOnlyUpdatePatched": {
 			reason: "An update that changes only metadata (a finalizer) goes as a merge patch of it, so the rest is never written back in the provider's encoding.",
+			write: func(ctx context.Context, c client.Client, o *corev1.ConfigMap) error {
+				o.Finalizers = append(o.Finalizers, "in-use")
+				return c.Update(ctx, o)
+			},
+			patched: 1,
+		},
+		"MetadataOnlyUpdatePatchedWhileCacheBehind": {
+			reason: "An update of metadata only, of a version the cache does not hold yet (the reconciler's own last write), is compared with the API server's and patched: sent whole, it wrote the spec back in the provider's encoding and bumped the generation.",
+			behind: true,
 			write: func(ctx context.Context, c client.Client, o *corev1.ConfigMap) error {
 				o.Finalizers = append(o.Finalizers, "in-use")
 				return c.Update(ctx, o)
@@ -145,7 +156,10 @@ func TestSkipNoOpWrites(t *testing.T) {
 					return c.Patch(ctx, obj, p, opts...)
 				},
 			}).Build()
-			c := noOpSkippingClient{Client: fc}
+			c := noOpSkippingClient{Client: fc, apiReader: fc}
+			if tc.behind {
+				c.Client = lagging{fc}
+			}
 			o := &corev1.ConfigMap{}
 			if err := fc.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "cm"}, o); err != nil {
 				t.Fatal(err)
@@ -172,4 +186,16 @@ func TestSkipNoOpWrites(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lagging is a client whose reads return a version older than the one stored:
+// a cache behind the API server.
+type lagging struct{ client.WithWatch }
+
+func (l lagging) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := l.WithWatch.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	obj.SetResourceVersion("1")
+	return nil
 }
