@@ -5,8 +5,10 @@
 # (each picks its Deployment out of the namespace's), CopyRule as 1,000 rules ×
 # 10 targets and as 1 rule × 10,000 namespaces. Each scenario is one run of
 # BenchmarkFleet (test/bench/fleet_test.go) in a process of its own with a fresh provider;
-# its result lands in .cache/bench/fleet/*.json, and hack/fleetreport turns them into
-# docs/benchmarks-fleet.md and docs/fleet.svg, appended to docs/benchmarks.md.
+# its result lands in docs/fleet/<kind>-<layout>-<n>.json (committed: a narrowed run
+# replaces only its own scenarios' results, and the report can be written again on any
+# machine), and hack/fleetreport turns them into docs/benchmarks-fleet.md and
+# docs/fleet.svg, appended to docs/benchmarks.md. docs/fleet/took says when each was run.
 #
 # On 2 cores N = 100 and 1,000 take about 37 minutes and each scenario at 10,000 (2,000)
 # 6 to 22 more, about 3 hours in all: at 10,000 the raw client alone takes 1.5 to 3
@@ -18,9 +20,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=common.sh
 source "$here/common.sh"
 out="$CACHE_DIR/bench"
-mkdir -p "$out/fleet"
+results="$root/docs/fleet"
+mkdir -p "$out/fleet" "$results"
 cd "$root"
-export BENCH_PROVIDER="$root/bin/provider" BENCH_OUT="$out"
+commit="$(git rev-parse --short HEAD)"
+git diff --quiet HEAD -- ':!docs' || commit+="+changes"
+export BENCH_PROVIDER="$root/bin/provider" BENCH_OUT="$out" FLEET_OUT="$results" BENCH_COMMIT="$commit"
 kinds="${FLEET_KINDS:-configrollout configrollout-auto copyrule chaosagent appbundle immortalcontainer copyrule-x10 copyrule-fanout}"
 sizes="${FLEET_SIZES:-100 1000 10000}"
 pod_sizes="${FLEET_SIZES_PODS:-100 1000 2000}"
@@ -59,12 +64,14 @@ if [[ -z "${FLEET_REPORT_ONLY:-}" ]]; then
     echo "bench-fleet: $label took $((SECONDS - t0)) s" | tee -a "$out/fleet/raw.txt" >&2
   }
   failed=()
+  ran=()
   for kind in $kinds; do
     if [[ "$kind" == copyrule-fanout ]]; then
       # 1 rule × 10,000 namespaces is make bench's fan-out at fleet size.
       n=$(echo "$sizes" | tr ' ' '\n' | sort -n | tail -1)
       scenario BenchmarkCopyRuleFanOut "copyrule 1 rule × $n namespaces" BENCH_COPY_NAMESPACES="$n"
-      grep -E "^BenchmarkCopyRuleFanOut" "$out/fleet/raw.txt" | tail -1 >"$out/fleet/copyrule-fanout-$n.txt" || true
+      ran+=("copyrule 1 rule × $n namespaces")
+      grep -E "^BenchmarkCopyRuleFanOut" "$out/fleet/raw.txt" | tail -1 >"$results/copyrule-fanout-$n.txt" || true
       continue
     fi
     ns="$sizes"
@@ -72,13 +79,19 @@ if [[ -z "${FLEET_REPORT_ONLY:-}" ]]; then
     for n in $ns; do
       for layout in $layouts; do
         scenario BenchmarkFleet "$kind $n $layout" FLEET_KIND="$kind" FLEET_N="$n" FLEET_LAYOUT="$layout"
+        ran+=("$kind $n $layout")
       done
     done
   done
-  echo "$(( ($(date +%s) - started) / 60 )) min" >"$out/fleet/took"
+  took="$(date -u +%F) at $commit: $(IFS=,; echo "${ran[*]}" | sed 's/,/, /g') ($(( ($(date +%s) - started) / 60 )) min)"
+  if [[ -z "${FLEET_KINDS:-}${FLEET_SIZES:-}${FLEET_SIZES_PODS:-}${FLEET_LAYOUTS:-}" ]]; then
+    echo "every scenario $took" >"$results/took"
+  else
+    echo "; $took" >>"$results/took"
+  fi
 fi
 
-go run ./hack/fleetreport -in "$out/fleet" -md docs/benchmarks-fleet.md -svg docs/fleet.svg
+go run ./hack/fleetreport -in "$results" -md docs/benchmarks-fleet.md -svg docs/fleet.svg
 # docs/benchmarks.md ends with the fleet report; make bench keeps it there.
 sed -i '/^<!-- fleet -->$/,$d' docs/benchmarks.md
 { echo "<!-- fleet -->"; cat docs/benchmarks-fleet.md; } >>docs/benchmarks.md

@@ -117,6 +117,8 @@ type fleetResult struct {
 	// RestartNotIdle: the restarted provider still sent requests when the
 	// bench stopped waiting (RestartSeconds is then how long it waited).
 	RestartNotIdle bool `json:",omitempty"`
+	// Commit is the provider's source the scenario ran ($BENCH_COMMIT).
+	Commit string `json:",omitempty"`
 }
 
 var fleetKinds = map[string]fleetKind{
@@ -325,7 +327,7 @@ func awaitFloor(ctx context.Context, f *fleet, l client.ObjectList, ready func(c
 
 // BenchmarkFleet runs the scenario FLEET_KIND × FLEET_N × FLEET_LAYOUT ("one"
 // namespace, or "spread" over N/10) and writes its result to
-// $BENCH_OUT/fleet/<kind>-<layout>-<n>.json.
+// $FLEET_OUT (default $BENCH_OUT/fleet)/<kind>-<layout>-<n>.json.
 func BenchmarkFleet(b *testing.B) {
 	kindName, layout := os.Getenv("FLEET_KIND"), os.Getenv("FLEET_LAYOUT")
 	k, ok := fleetKinds[kindName]
@@ -755,7 +757,11 @@ func fleetSample(ctx context.Context) (fleetMetrics, error) {
 }
 
 func writeFleetResult(r fleetResult) error {
-	dir := filepath.Join(os.Getenv("BENCH_OUT"), "fleet")
+	dir := os.Getenv("FLEET_OUT")
+	if dir == "" {
+		dir = filepath.Join(os.Getenv("BENCH_OUT"), "fleet")
+	}
+	r.Commit = os.Getenv("BENCH_COMMIT")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}

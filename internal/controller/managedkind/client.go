@@ -2,6 +2,7 @@ package managedkind
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -170,14 +171,26 @@ type statusWriter struct {
 
 // Update sends obj's status unless the cache holds obj at the same
 // resourceVersion with the same status: the object the API server holds then,
-// so the update would be a no-op. Anything else, a newer or older cached copy
-// included, is sent and the API server decides.
+// so the update would be a no-op. When the cache holds obj at that version
+// with another status, what changed goes as a merge patch at that version (the
+// same precondition as the update's): the API server then decodes a few
+// hundred bytes, not the whole object, which profiles of 10,000 resources
+// converging put at about a millisecond of its CPU a write. Anything else, a
+// newer or older cached copy included, is sent whole and the API server
+// decides.
 func (w statusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	if len(opts) == 0 && unchanged(ctx, w.reader, obj, true) {
-		return nil
+	write := func() error { return w.SubResourceWriter.Update(ctx, obj, opts...) }
+	if len(opts) == 0 {
+		patch, same := statusPatch(ctx, w.reader, obj)
+		if same {
+			return nil
+		}
+		if patch != nil {
+			write = func() error { return w.SubResourceWriter.Patch(ctx, obj, patch) }
+		}
 	}
 	base := obj.GetResourceVersion()
-	err := w.conflicts.note(obj, w.SubResourceWriter.Update(ctx, obj, opts...))
+	err := w.conflicts.note(obj, write())
 	if err == nil {
 		w.written.wrote(obj, base)
 	}
@@ -193,29 +206,47 @@ func (w statusWriter) Patch(ctx context.Context, obj client.Object, patch client
 	return err
 }
 
-// unchanged reports whether the cache holds obj at its resourceVersion with
-// the same status (status) or the same everything but status (!status).
-func unchanged(ctx context.Context, r client.Reader, obj client.Object, status bool) bool {
-	if !status {
-		_, d := compareCached(ctx, r, obj)
-		return d == sameExceptStatus
-	}
+// statusPatch compares obj's status with the cache's copy of obj. It returns
+// whether they are the same, and when they differ and the cache holds obj at
+// its resourceVersion, a JSON patch that replaces the status with obj's at
+// that version; nil otherwise. The whole status, not a diff of it: the cache
+// holds what was stored as the provider decodes it, and an earlier release's
+// shape (ImmortalContainer's list of start times) decodes as the new one, so
+// a diff would leave it stored. Nor anything else: metadata the cache leaves
+// out (managed fields) must not look like a change.
+func statusPatch(ctx context.Context, r client.Reader, obj client.Object) (client.Patch, bool) {
 	cached, ok := obj.DeepCopyObject().(client.Object)
 	if !ok || r.Get(ctx, client.ObjectKeyFromObject(obj), cached) != nil {
-		return false
+		return nil, false
 	}
 	if cached.GetResourceVersion() != obj.GetResourceVersion() {
-		return false
+		return nil, false
 	}
 	want, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return false
+		return nil, false
 	}
 	have, err := runtime.DefaultUnstructuredConverter.ToUnstructured(cached)
 	if err != nil {
-		return false
+		return nil, false
 	}
-	return equality.Semantic.DeepEqual(want["status"], have["status"])
+	if equality.Semantic.DeepEqual(want["status"], have["status"]) {
+		return nil, true
+	}
+	if want["status"] == nil {
+		return nil, false
+	}
+	// Setting the resourceVersion makes the write conditional, as an
+	// update's is: another version is a conflict. "add" replaces a status
+	// that exists and adds one that does not.
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "replace", "path": "/metadata/resourceVersion", "value": obj.GetResourceVersion()},
+		{"op": "add", "path": "/status", "value": want["status"]},
+	})
+	if err != nil {
+		return nil, false
+	}
+	return client.RawPatch(types.JSONPatchType, patch), false
 }
 
 // difference is how an object differs from the cache's copy of it.

@@ -199,3 +199,99 @@ func (l lagging) Get(ctx context.Context, key client.ObjectKey, obj client.Objec
 	obj.SetResourceVersion("1")
 	return nil
 }
+
+func TestStatusWrites(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "pod"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "img"}}},
+		Status:     corev1.PodStatus{Message: "old", Reason: "Waiting"},
+	}
+	cases := map[string]struct {
+		reason  string
+		write   func(ctx context.Context, c client.Client, o *corev1.Pod) error
+		sent    int
+		patched int
+		// want is the status stored after the write; the original when nil.
+		want *corev1.PodStatus
+	}{
+		"UnchangedNotSent": {
+			reason: "A status the cache holds at the same version is not sent: the reconciler writes it after every reconcile.",
+			write:  func(ctx context.Context, c client.Client, o *corev1.Pod) error { return c.Status().Update(ctx, o) },
+		},
+		"ChangedPatched": {
+			reason: "A changed status of the version the cache holds goes as a patch of the status alone, the whole of it (what the cache holds is decoded, and an earlier release's shape decodes as the new one): a field set, a field cleared. Metadata the cache leaves out (managed fields) is not a change.",
+			write: func(ctx context.Context, c client.Client, o *corev1.Pod) error {
+				o.Status.Message, o.Status.Reason = "new", ""
+				o.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "someone", Operation: metav1.ManagedFieldsOperationUpdate}}
+				o.Labels = map[string]string{"not": "a status"}
+				return c.Status().Update(ctx, o)
+			},
+			patched: 1,
+			want:    &corev1.PodStatus{Message: "new"},
+		},
+		"StaleSentWhole": {
+			reason: "A status of another version than the cache holds is sent whole, and the API server decides.",
+			write: func(ctx context.Context, c client.Client, o *corev1.Pod) error {
+				o.ResourceVersion = "1"
+				o.Status.Message = "new"
+				if err := c.Status().Update(ctx, o); !kerrors.IsConflict(err) {
+					return fmt.Errorf("want a conflict, got %w", err)
+				}
+				return nil
+			},
+			sent: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sent, patched := 0, 0
+			var patch string
+			s := runtime.NewScheme()
+			_ = corev1.AddToScheme(s)
+			fc := fake.NewClientBuilder().WithScheme(s).WithObjects(pod.DeepCopy()).WithStatusSubresource(&corev1.Pod{}).WithInterceptorFuncs(interceptor.Funcs{
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					sent++
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				},
+				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					patched++
+					b, _ := p.Data(obj)
+					patch = string(b)
+					return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+				},
+			}).Build()
+			c := noOpSkippingClient{Client: fc, apiReader: fc}
+			o := &corev1.Pod{}
+			if err := fc.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "pod"}, o); err != nil {
+				t.Fatal(err)
+			}
+			rv := o.ResourceVersion
+			if err := tc.write(context.Background(), c, o); err != nil {
+				t.Fatal(err)
+			}
+			if sent != tc.sent || patched != tc.patched {
+				t.Errorf("\n%s\nstatus updates sent: want %d, got %d; patches: want %d, got %d", tc.reason, tc.sent, sent, tc.patched, patched)
+			}
+			if patched > 0 {
+				want := `[{"op":"replace","path":"/metadata/resourceVersion","value":"` + rv + `"},{"op":"add","path":"/status","value":{"message":"new"}}]`
+				if diff := cmp.Diff(want, patch); diff != "" {
+					t.Errorf("\n%s\npatch: -want, +got:\n%s", tc.reason, diff)
+				}
+			}
+			stored := &corev1.Pod{}
+			if err := fc.Get(context.Background(), types.NamespacedName{Namespace: "ns", Name: "pod"}, stored); err != nil {
+				t.Fatal(err)
+			}
+			want := tc.want
+			if want == nil {
+				want = &pod.Status
+			}
+			if diff := cmp.Diff(*want, stored.Status); diff != "" {
+				t.Errorf("\n%s\nstored status: -want, +got:\n%s", tc.reason, diff)
+			}
+			if stored.Labels != nil {
+				t.Errorf("\n%s\na status write changed labels: %v", tc.reason, stored.Labels)
+			}
+		})
+	}
+}
