@@ -15,12 +15,14 @@
 # minutes a scenario, the provider at least as long, and its restart is measured too.
 # FLEET_KINDS, FLEET_SIZES (and FLEET_SIZES_PODS for the two kinds with pods) and
 # FLEET_LAYOUTS narrow the run; FLEET_REPORT_ONLY=1 only writes the report again.
+# FLEET_RESULTS writes the results elsewhere (a profiling run's: FLEET_PROFILE=<dir> saves the
+# provider's CPU profile of the converge and its heap after; FLEET_PROFILE_SECONDS, default 60).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=common.sh
 source "$here/common.sh"
 out="$CACHE_DIR/bench"
-results="$root/docs/fleet"
+results="${FLEET_RESULTS:-$root/docs/fleet}"
 mkdir -p "$out/fleet" "$results"
 cd "$root"
 commit="$(git rev-parse --short HEAD)"
@@ -85,9 +87,9 @@ if [[ -z "${FLEET_REPORT_ONLY:-}" ]]; then
   done
   took="$(date -u +%F) at $commit: $(IFS=,; echo "${ran[*]}" | sed 's/,/, /g') ($(( ($(date +%s) - started) / 60 )) min)"
   if [[ -z "${FLEET_KINDS:-}${FLEET_SIZES:-}${FLEET_SIZES_PODS:-}${FLEET_LAYOUTS:-}" ]]; then
-    echo "every scenario $took" >"$results/took"
+    printf 'every scenario %s' "$took" >"$results/took"
   else
-    echo "; $took" >>"$results/took"
+    printf '; %s' "$took" >>"$results/took"
   fi
 fi
 

@@ -477,9 +477,22 @@ func BenchmarkFleet(b *testing.B) {
 			}
 		}
 	}()
+	// FLEET_PROFILE names a directory for the provider's CPU profile of the
+	// converge (its first FLEET_PROFILE_SECONDS, default 60) and its heap
+	// once converged: what the provider's own CPU is spent on.
+	profileDir := os.Getenv("FLEET_PROFILE")
+	profilePath := func(what string) string {
+		return filepath.Join(profileDir, fmt.Sprintf("%s-%s-%d.%s.pprof", kindName, layout, n, what))
+	}
+	profiled := make(chan error, 1)
 	b.StartTimer()
 	cpu = cpuSeconds()
 	start = time.Now()
+	if profileDir != "" {
+		go func() {
+			profiled <- prov.profile("profile", fmt.Sprintf("seconds=%d", envInt("FLEET_PROFILE_SECONDS", 60)), profilePath("cpu"))
+		}()
+	}
 	parallel(b, n, func(i int) error {
 		return c.Create(ctx, k.mr(f.ns(i), fmt.Sprintf("mr-%d", i), i, f))
 	})
@@ -492,6 +505,14 @@ func BenchmarkFleet(b *testing.B) {
 	close(converged)
 	probing.Wait()
 	r.DuringMs = during
+	if profileDir != "" {
+		if err := <-profiled; err != nil {
+			b.Log("profile:", err)
+		}
+		if err := prov.profile("heap", "gc=1", profilePath("heap")); err != nil {
+			b.Log("profile:", err)
+		}
+	}
 
 	if _, err := settledPolling(ctx, n+fleetProbes); err != nil {
 		b.Fatal(err)
