@@ -4,7 +4,15 @@
 package config
 
 import (
+	"context"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -32,18 +40,68 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 			Usage:     v1alpha1.ProviderConfigUsageGroupVersionKind,
 			UsageList: v1alpha1.ProviderConfigUsageListGroupVersionKind,
 		}
-		r := providerconfig.NewReconciler(managedkind.SkipNoOpWrites(mgr), of,
+		r := providerconfig.NewReconciler(listsUncopied{managedkind.SkipNoOpWrites(mgr)}, of,
 			providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
 			providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name)))) //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named(name).
 			WithOptions(o.ForControllerRuntime()).
 			For(k.object).
-			Watches(&v1alpha1.ProviderConfigUsage{}, &resource.EnqueueRequestForProviderConfig{Kind: k.kind}).
+			Watches(&v1alpha1.ProviderConfigUsage{}, coalesced{EventHandler: &resource.EnqueueRequestForProviderConfig{Kind: k.kind}, after: usagesSettle}).
 			Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), o.GlobalRateLimiter))
 		if err != nil {
 			return errors.Wrapf(err, "cannot set up %s controller", k.kind)
 		}
 	}
 	return nil
+}
+
+// usagesSettle is how long a config's count of usages waits after a usage
+// event for more: a fleet's usages are created by the thousand, and each
+// count lists them all and writes the config's status.
+const usagesSettle = time.Second
+
+// listsUncopied hands the config reconciler a client whose lists are not deep
+// copies of the cache's objects. It only counts the usages (and deletes one
+// without a controller, which does not change it): with 10,000 managed
+// resources, copying every usage on each count was 13% of the provider's CPU
+// while they converged.
+type listsUncopied struct{ ctrl.Manager }
+
+func (m listsUncopied) GetClient() client.Client { return uncopiedLists{m.Manager.GetClient()} }
+
+type uncopiedLists struct{ client.Client }
+
+func (c uncopiedLists) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	return c.Client.List(ctx, l, append(opts, client.UnsafeDisableDeepCopy)...)
+}
+
+// coalesced queues its handler's requests after a delay; a request already
+// waiting is not queued again, so a burst of events is one reconcile.
+type coalesced struct {
+	handler.EventHandler
+	after time.Duration
+}
+
+type delayedQueue struct {
+	workqueue.TypedRateLimitingInterface[reconcile.Request]
+	after time.Duration
+}
+
+func (q delayedQueue) Add(r reconcile.Request) { q.AddAfter(r, q.after) }
+
+func (h coalesced) Create(ctx context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.EventHandler.Create(ctx, e, delayedQueue{q, h.after})
+}
+
+func (h coalesced) Update(ctx context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.EventHandler.Update(ctx, e, delayedQueue{q, h.after})
+}
+
+func (h coalesced) Delete(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.EventHandler.Delete(ctx, e, delayedQueue{q, h.after})
+}
+
+func (h coalesced) Generic(ctx context.Context, e ctrlevent.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.EventHandler.Generic(ctx, e, delayedQueue{q, h.after})
 }

@@ -1,0 +1,59 @@
+package config
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+)
+
+func TestUsageEventsCoalesce(t *testing.T) {
+	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer q.ShutDown()
+	h := coalesced{EventHandler: &handler.EnqueueRequestForObject{}, after: 200 * time.Millisecond}
+	cfg := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	// A fleet's usages are created in a burst: one count follows it.
+	for range 100 {
+		h.Create(context.Background(), ctrlevent.CreateEvent{Object: cfg}, q)
+	}
+	if n := q.Len(); n != 0 {
+		t.Fatalf("queued at once: %d, want 0 until the usages settle", n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for q.Len() == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := q.Len(); n != 1 {
+		t.Errorf("queued after the burst: %d, want 1", n)
+	}
+}
+
+type listOptions struct {
+	client.Client
+	got *client.ListOptions
+}
+
+func (c listOptions) List(_ context.Context, _ client.ObjectList, opts ...client.ListOption) error {
+	c.got.ApplyOptions(opts)
+	return nil
+}
+
+func TestCountsWithoutCopies(t *testing.T) {
+	got := &client.ListOptions{}
+	c := uncopiedLists{listOptions{got: got}}
+	if err := c.List(context.Background(), &v1alpha1.ProviderConfigUsageList{}, client.MatchingLabels{"a": "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got.UnsafeDisableDeepCopy == nil || !*got.UnsafeDisableDeepCopy || got.LabelSelector == nil {
+		t.Errorf("list options %+v: want the caller's selector, and no deep copies", got)
+	}
+}
