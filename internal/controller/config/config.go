@@ -5,13 +5,16 @@ package config
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
@@ -46,7 +49,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named(name).
 			WithOptions(o.ForControllerRuntime()).
-			For(k.object).
+			For(k.object, builder.WithPredicates(predicate.Funcs{UpdateFunc: countsAgain})).
 			Watches(&v1alpha1.ProviderConfigUsage{}, coalesced{EventHandler: &resource.EnqueueRequestForProviderConfig{Kind: k.kind}, after: usagesSettle}).
 			Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), o.GlobalRateLimiter))
 		if err != nil {
@@ -104,4 +107,15 @@ func (h coalesced) Delete(ctx context.Context, e ctrlevent.DeleteEvent, q workqu
 
 func (h coalesced) Generic(ctx context.Context, e ctrlevent.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	h.EventHandler.Generic(ctx, e, delayedQueue{q, h.after})
+}
+
+// countsAgain says whether an update of a config is one its count must
+// follow: a new spec, its deletion, its finalizers. Not its status: each
+// count writes it, and while a fleet's usages were being created every
+// count's write started the next one, coalesced or not.
+func countsAgain(e ctrlevent.UpdateEvent) bool {
+	o, n := e.ObjectOld, e.ObjectNew
+	return o.GetGeneration() != n.GetGeneration() ||
+		!o.GetDeletionTimestamp().Equal(n.GetDeletionTimestamp()) ||
+		!slices.Equal(o.GetFinalizers(), n.GetFinalizers())
 }

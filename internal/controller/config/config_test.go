@@ -57,3 +57,32 @@ func TestCountsWithoutCopies(t *testing.T) {
 		t.Errorf("list options %+v: want the caller's selector, and no deep copies", got)
 	}
 }
+
+func TestCountsAgain(t *testing.T) {
+	now := metav1.Now()
+	base := func() *v1alpha1.ClusterProviderConfig {
+		return &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1, Finalizers: []string{"in-use"}}}
+	}
+	cases := map[string]struct {
+		reason string
+		change func(c *v1alpha1.ClusterProviderConfig)
+		want   bool
+	}{
+		"Status": {
+			reason: "Its own count's write does not start another count.",
+			change: func(c *v1alpha1.ClusterProviderConfig) { c.Status.Users = 7; c.ResourceVersion = "2" },
+		},
+		"Spec":      {reason: "A new spec is counted again.", change: func(c *v1alpha1.ClusterProviderConfig) { c.Generation = 2 }, want: true},
+		"Deleted":   {reason: "A deletion is counted again, to block it or let it go.", change: func(c *v1alpha1.ClusterProviderConfig) { c.DeletionTimestamp = &now }, want: true},
+		"Finalizer": {reason: "A finalizer removed is put back.", change: func(c *v1alpha1.ClusterProviderConfig) { c.Finalizers = nil }, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			n := base()
+			tc.change(n)
+			if got := countsAgain(ctrlevent.UpdateEvent{ObjectOld: base(), ObjectNew: n}); got != tc.want {
+				t.Errorf("\n%s\ncountsAgain(...): want %t, got %t", tc.reason, tc.want, got)
+			}
+		})
+	}
+}

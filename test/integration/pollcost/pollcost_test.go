@@ -226,6 +226,17 @@ func TestNewResourceReconciledOnce(t *testing.T) {
 	fresh := func(prefix string) string {
 		ns := env.Namespace(t, prefix, reachable)
 		readsConf(t, ns)
+		// The provider hears of every Deployment (ConfigRollout's workload
+		// watch): a create it heard only after the rollout existed would,
+		// rightly, reconcile the rollout that names it once more. Under
+		// load that came late enough to count one time in a few CI runs.
+		testenv.Eventually(t, wait, "the provider to hear of the Deployment", func(ctx context.Context) (bool, error) {
+			m := &metav1.PartialObjectMetadata{}
+			m.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+			err := env.Provider.Manager.GetCache().Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, m)
+			return err == nil, client.IgnoreNotFound(err)
+		})
+		quiet(t, time.Second)
 		return ns
 	}
 	rule := func(ns string) client.Object {
