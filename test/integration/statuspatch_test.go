@@ -33,10 +33,16 @@ func TestStatusPatchIsConditional(t *testing.T) {
 	if err := env.Client.Create(ctx, cr); err != nil {
 		t.Fatal(err)
 	}
-	cr.Status.AtProvider.SyncedDigest = "before"
-	if err := env.Client.Status().Update(ctx, cr); err != nil {
-		t.Fatal(err)
-	}
+	// The provider writes the paused resource's condition and finalizer:
+	// the version read may move on before a write.
+	testenv.Eventually(t, wait, "a status to replace", func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			return false, err
+		}
+		cr.Status.AtProvider.SyncedDigest = "before"
+		err := env.Client.Status().Update(ctx, cr)
+		return err == nil, ignoreConflict(err)
+	})
 	patch := func(rv string, status any) error {
 		b, err := json.Marshal([]map[string]any{
 			{"op": "replace", "path": "/metadata/resourceVersion", "value": rv},
@@ -52,8 +58,6 @@ func TestStatusPatchIsConditional(t *testing.T) {
 	if err := patch(made, map[string]any{}); !kerrors.IsConflict(err) {
 		t.Fatalf("a status patch of an older version: want a conflict, got %v", err)
 	}
-	// The provider writes the paused resource's condition: the current
-	// version may move on between the read and the patch.
 	testenv.Eventually(t, wait, "a status patch of the current version", func(ctx context.Context) (bool, error) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
 			return false, err
