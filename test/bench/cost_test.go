@@ -17,6 +17,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -258,6 +259,9 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 			req = req.Param("resourceVersion", rv)
 		}
 		body, err := req.Stream(ctx)
+		if kerrors.IsGone(err) || kerrors.IsResourceExpired(err) {
+			return ""
+		}
 		if err != nil {
 			time.Sleep(time.Second)
 			return rv
