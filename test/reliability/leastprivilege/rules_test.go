@@ -47,7 +47,9 @@ func TestProviderAPIRules(t *testing.T) {
 	// patch: a metadata-only write (the finalizer) goes as a patch, never
 	// writing the spec back.
 	mr := []string{"get", "list", "watch", "update", "patch"}
-	up := []string{"update"}
+	// patch: a status write of the version the cache holds goes as a patch
+	// of the status.
+	up := []string{"update", "patch"}
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{"copy.clusterops.io"}, Resources: []string{"copyrules"}, Verbs: mr},
 		{APIGroups: []string{"copy.clusterops.io"}, Resources: []string{"copyrules/status", "copyrules/finalizers"}, Verbs: up},
