@@ -37,6 +37,21 @@ CROSSPLANE_DIR="$("$here/build-tools.sh" crossplane-dir)"
 CRANK_DIR="$("$here/build-tools.sh" crank-dir)"
 # The Crossplane tier keeps core's, the provider's and the function's logs with the control plane's.
 export CROSSPLANE_E2E_LOGS="${CROSSPLANE_E2E_LOGS:-$state/logs/crossplane}"
+# The output is kept, and a failing run repeats each failed test's own lines at its end: with -v
+# the Crossplane tier's long output comes after the first package's failure and would bury it.
+log="$(mktemp)"
+rc=0
 # One package at a time: the in-process provider of test/e2e and the one Crossplane installs in
 # test/e2e/crossplane must not reconcile the same cluster at once.
-go test -tags e2e -count=1 -p 1 -timeout 30m ./test/e2e/... -v "$@"
+go test -tags e2e -count=1 -p 1 -timeout 30m ./test/e2e/... -v "$@" 2>&1 | tee "$log" || rc=$?
+if ((rc != 0)); then
+  echo "e2e: failed; each failed test's output again (its last 200 lines):"
+  # A test's lines run from its "=== RUN" to its "--- FAIL" (packages run one at a time, and the
+  # tests of a package one after another).
+  for t in $(sed -n 's/^ *--- FAIL: \([^ ]*\) .*/\1/p' "$log" | sort -u); do
+    echo "----- $t"
+    awk -v t="$t" '$0 ~ "^=== RUN +"t"$" {on=1; n=0} on {buf[n++]=$0} on && $0 ~ "--- FAIL: "t" " {on=0; s=(n>200?n-200:0); for (i=s; i<n; i++) print buf[i]}' "$log"
+  done
+fi
+rm -f "$log"
+exit "$rc"

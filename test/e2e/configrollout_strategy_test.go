@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -152,10 +153,17 @@ func TestConfigRolloutStaggeredOnLocalControlPlane(t *testing.T) {
 		rollouts := cr.Status.AtProvider.Rollouts
 		change()
 		testenv.Eventually(t, 3*time.Minute, fmt.Sprintf("rollout %d to complete", i+1), func(ctx context.Context) (bool, error) {
-			err := env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr)
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+				return false, err
+			}
 			p := cr.Status.AtProvider.Progress
-			return p != nil && p.Phase == workloadv1alpha1.PhaseComplete && p.Rolled == 6 && cr.Status.AtProvider.Rollouts == rollouts+6 &&
-				cr.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue, err
+			if p != nil && p.Phase == workloadv1alpha1.PhaseComplete && p.Rolled == 6 && cr.Status.AtProvider.Rollouts == rollouts+6 &&
+				cr.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue {
+				return true, nil
+			}
+			// Where it stands, for the timeout's message.
+			st, _ := json.Marshal(cr.Status)
+			return false, fmt.Errorf("want rollouts %d; status %s", rollouts+6, st)
 		})
 		most, order := w.halt()
 		t.Logf("rollout %d: at most %d Deployments rolling at once, rolled in the order %v", i+1, most, order)

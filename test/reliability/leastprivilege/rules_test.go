@@ -50,16 +50,19 @@ func TestProviderAPIRules(t *testing.T) {
 	// patch: a status write of the version the cache holds goes as a patch
 	// of the status.
 	up := []string{"update", "patch"}
+	// finalizers: only the owner references of what the provider creates
+	// need them (blockOwnerDeletion), written with the object's update.
+	fin := []string{"update"}
 	want := []rbacv1.PolicyRule{
 		{APIGroups: []string{"copy.clusterops.io"}, Resources: []string{"copyrules"}, Verbs: mr},
-		{APIGroups: []string{"copy.clusterops.io"}, Resources: []string{"copyrules/status", "copyrules/finalizers"}, Verbs: up},
+		{APIGroups: []string{"copy.clusterops.io"}, Resources: []string{"copyrules/status"}, Verbs: up},
+		{APIGroups: []string{"copy.clusterops.io"}, Resources: []string{"copyrules/finalizers"}, Verbs: fin},
 		{APIGroups: []string{"chaos.clusterops.io"}, Resources: []string{"chaosagents"}, Verbs: mr},
-		{APIGroups: []string{"chaos.clusterops.io"}, Resources: []string{"chaosagents/status", "chaosagents/finalizers"}, Verbs: up},
+		{APIGroups: []string{"chaos.clusterops.io"}, Resources: []string{"chaosagents/status"}, Verbs: up},
+		{APIGroups: []string{"chaos.clusterops.io"}, Resources: []string{"chaosagents/finalizers"}, Verbs: fin},
 		{APIGroups: []string{"workload.clusterops.io"}, Resources: []string{"appbundles", "immortalcontainers", "configrollouts"}, Verbs: mr},
-		{APIGroups: []string{"workload.clusterops.io"}, Resources: []string{
-			"appbundles/status", "immortalcontainers/status", "configrollouts/status",
-			"appbundles/finalizers", "immortalcontainers/finalizers", "configrollouts/finalizers",
-		}, Verbs: up},
+		{APIGroups: []string{"workload.clusterops.io"}, Resources: []string{"appbundles/status", "immortalcontainers/status", "configrollouts/status"}, Verbs: up},
+		{APIGroups: []string{"workload.clusterops.io"}, Resources: []string{"appbundles/finalizers", "immortalcontainers/finalizers", "configrollouts/finalizers"}, Verbs: fin},
 		{APIGroups: []string{"clusterops.io"}, Resources: []string{"providerconfigs", "clusterproviderconfigs"}, Verbs: mr},
 		{APIGroups: []string{"clusterops.io"}, Resources: []string{"providerconfigs/status", "clusterproviderconfigs/status"}, Verbs: up},
 		{APIGroups: []string{"clusterops.io"}, Resources: []string{"providerconfigusages"}, Verbs: []string{"get", "list", "watch", "create", "update", "delete"}},
