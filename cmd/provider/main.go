@@ -29,6 +29,7 @@ type options struct {
 	sync                     time.Duration
 	maxReconcileRate         int
 	maxRoutineRequests       int
+	clientQPS                float64
 	leaderElection           bool
 	enableManagementPolicies bool
 	safeStart                bool
@@ -53,7 +54,12 @@ func parse(args []string) (options, error) {
 	// The kinds act on the Kubernetes API, whose priority and fairness protects
 	// it, not on a cloud API with quotas: 10, the usual Crossplane default,
 	// would make a 1000-namespace copy wait on the client for 20 s.
-	fs.IntVar(&o.maxReconcileRate, "max-reconcile-rate", 100, "Maximum reconciles per second across all controllers; API clients get 5x this in requests per second, with twice that burst.")
+	fs.IntVar(&o.maxReconcileRate, "max-reconcile-rate", 100, "Maximum reconciles per second across all controllers.")
+	// crossplane-runtime gives clients 5x the reconcile rate per resource: a
+	// CopyRule with ten targets sends ten writes a reconcile, and that limit,
+	// not the API server, set the pace of a fleet of them and held a change
+	// heard meanwhile for seconds behind the queued routine requests.
+	fs.Float64Var(&o.clientQPS, "client-qps", 0, "Requests per second each API client may send per resource (with twice that burst); routine requests wait for it, those of reconciles a change in the cluster caused, watches and lease renewals go first. 0 means no client-side limit: the API server's priority and fairness and --max-routine-requests bound the load.")
 	fs.IntVar(&o.maxRoutineRequests, "max-routine-requests", provider.DefaultMaxRoutineRequests, "Routine requests (new resources, polls, resyncs, a restart's checks) the provider keeps in flight to the API server; requests of reconciles that a change in the cluster caused skip this bound, so that they do not queue behind a converging fleet. 0 means no bound.")
 	fs.BoolVar(&o.leaderElection, "leader-election", false, "Elect a leader so that only one replica reconciles.")
 	fs.BoolVar(&o.enableManagementPolicies, "enable-management-policies", true, "Honour spec.managementPolicies of managed resources.")
@@ -82,6 +88,9 @@ func parse(args []string) (options, error) {
 	}
 	if o.maxRoutineRequests < 0 {
 		return o, errors.New("--max-routine-requests must not be negative")
+	}
+	if o.clientQPS < 0 {
+		return o, errors.New("--client-qps must not be negative")
 	}
 	if o.pollJitter < 0 || o.pollJitter > 100 {
 		return o, errors.New("--poll-jitter-percentage must be between 0 and 100")
@@ -145,6 +154,7 @@ func providerOptions(o options, cfg *rest.Config, log logging.Logger) provider.O
 		Namespace:          o.namespace,
 		MaxReconcileRate:   o.maxReconcileRate,
 		MaxRoutineRequests: o.maxRoutineRequests,
+		ClientQPS:          float32(o.clientQPS),
 		Poll:               o.poll,
 		PollJitter:         float64(o.pollJitter) / 100,
 		Sync:               o.sync,

@@ -48,7 +48,7 @@ func Instrument(cfg *rest.Config) {
 type counting struct{ next http.RoundTripper }
 
 func (c counting) RoundTrip(req *http.Request) (*http.Response, error) {
-	verb, resource := classify(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
+	verb, resource := Classify(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
 	requests.WithLabelValues(verb, resource).Inc()
 	resp, err := c.next.RoundTrip(req)
 	if err != nil || verb != "watch" || resp.StatusCode != http.StatusOK {
@@ -72,12 +72,12 @@ func (c *closing) Close() error {
 	return c.ReadCloser.Close()
 }
 
-// classify names a request's Kubernetes verb and resource from its method and
+// Classify names a request's Kubernetes verb and resource from its method and
 // path, as the API server's request info does: "get" of "deployments",
 // "update" of "configrollouts/status", "watch" of "configmaps". A path that
 // is not a resource (discovery, /healthz) is the verb of its method and the
 // resource "-".
-func classify(method, path, watch string) (verb, resource string) {
+func Classify(method, path, watch string) (verb, resource string) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	// /api/v1/... or /apis/group/version/...
 	switch {

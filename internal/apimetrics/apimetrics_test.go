@@ -31,9 +31,9 @@ func TestClassify(t *testing.T) {
 		{http.MethodGet, "/healthz", "", "get", "-"},
 	}
 	for _, c := range cases {
-		verb, res := classify(c.method, c.path, c.watch)
+		verb, res := Classify(c.method, c.path, c.watch)
 		if verb != c.verb || res != c.resource {
-			t.Errorf("classify(%s %s watch=%q) = %s %s, want %s %s", c.method, c.path, c.watch, verb, res, c.verb, c.resource)
+			t.Errorf("Classify(%s %s watch=%q) = %s %s, want %s %s", c.method, c.path, c.watch, verb, res, c.verb, c.resource)
 		}
 	}
 }
@@ -42,9 +42,9 @@ func FuzzClassify(f *testing.F) {
 	f.Add("GET", "/api/v1/namespaces/a/configmaps/x", "")
 	f.Add("PATCH", "/apis/apps/v1/namespaces/a/deployments/web/status", "true")
 	f.Fuzz(func(t *testing.T, method, path, watch string) {
-		verb, res := classify(method, path, watch)
+		verb, res := Classify(method, path, watch)
 		if verb == "" && method != "" || res == "" {
-			t.Fatalf("classify(%q, %q, %q) = %q, %q", method, path, watch, verb, res)
+			t.Fatalf("Classify(%q, %q, %q) = %q, %q", method, path, watch, verb, res)
 		}
 	})
 }

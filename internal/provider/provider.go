@@ -67,9 +67,15 @@ type Options struct {
 	// and never reachable by managed resources.
 	Namespace string
 
-	// MaxReconcileRate bounds reconciles per second across all controllers;
-	// API clients get 5x this in requests per second, with twice that burst.
+	// MaxReconcileRate bounds reconciles per second across all controllers.
 	MaxReconcileRate int
+
+	// ClientQPS, when positive, limits the requests per second of each API
+	// client, the target clusters' included, per resource, with twice that
+	// burst; requests of urgent reconciles, watches and lease renewals go
+	// first (urgency.Throttle). 0 sets no client-side limit: the API server's
+	// priority and fairness and MaxRoutineRequests bound the load.
+	ClientQPS float32
 
 	// MaxRoutineRequests bounds the routine requests in flight to the local
 	// API server (urgency.Gate); urgent reconciles' requests skip the bound.
@@ -183,7 +189,14 @@ func New(o Options) (*Provider, error) { //nolint:gocyclo // A list of steps.
 	if o.WrapTargets != nil {
 		local.Wrap(o.WrapTargets)
 	}
-	limited := ratelimiter.LimitRESTConfig(cfg, o.MaxReconcileRate)
+	// No client-side limit unless ClientQPS asks for one; urgent requests go
+	// ahead of routine ones within it.
+	limited := rest.CopyConfig(cfg)
+	qps, burst := o.ClientQPS, max(int(2*o.ClientQPS), 1)
+	urgency.Throttle(limited, qps, burst)
+	if err := urgency.RegisterThrottle(reg); err != nil {
+		return nil, err
+	}
 	if o.WrapManager != nil {
 		limited.Wrap(o.WrapManager)
 	}
@@ -261,7 +274,7 @@ func New(o Options) (*Provider, error) { //nolint:gocyclo // A list of steps.
 	}
 
 	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), local, s,
-		target.WithProviderNamespace(o.Namespace), target.WithClientRate(limited.QPS, limited.Burst))
+		target.WithProviderNamespace(o.Namespace), target.WithClientRate(qps, burst))
 	p.Manager, p.Resolver = mgr, r
 	if !o.SafeStart {
 		if err := clusterops.Setup(mgr, ko, r); err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/reach"
+	"github.com/clusterops/provider-clusterops/internal/urgency"
 	"github.com/clusterops/provider-clusterops/internal/version"
 )
 
@@ -63,8 +64,9 @@ type remoteEntry struct {
 // An Option configures a Resolver.
 type Option func(*Resolver)
 
-// WithClientRate sets the request rate limits of target-cluster clients. Without
-// it they get client-go's default of 5 requests per second.
+// WithClientRate sets the request rate limit of target-cluster clients, per
+// resource, urgent requests first (urgency.Throttle). Without it, or with qps
+// 0, they have none.
 func WithClientRate(qps float32, burst int) Option {
 	return func(r *Resolver) { r.qps, r.burst = qps, burst }
 }
@@ -294,8 +296,6 @@ func (r *Resolver) kubeconfig(ctx context.Context, rc *resolvedConfig) ([]byte, 
 func (r *Resolver) newClient(cfg *rest.Config) (client.Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "provider-clusterops/" + version.Version
-	if r.qps > 0 {
-		cfg.QPS, cfg.Burst = r.qps, r.burst
-	}
+	urgency.Throttle(cfg, r.qps, r.burst)
 	return client.New(cfg, client.Options{Scheme: r.scheme})
 }

@@ -65,6 +65,9 @@ type Env struct {
 	// bound to the provider's RBAC, to show that RBAC is enough.
 	ProviderConfig *rest.Config
 
+	// ClientQPS, when set before RunProvider, is cmd/provider's --client-qps.
+	ClientQPS float32
+
 	// ChangeLogSocket, when set before RunProvider, is the unix socket of a
 	// change-log gRPC service that the provider sends every create, update
 	// and delete to, as cmd/provider's --enable-changelogs does.
@@ -249,6 +252,7 @@ func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate in
 	o.Logger = log
 	o.WrapManager = func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.ManagerWrites, next: rt} }
 	o.WrapTargets = func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.Requests, next: rt} }
+	o.ClientQPS = e.ClientQPS
 	if e.ChangeLogSocket != "" {
 		o.ChangeLogSocket, o.ChangeLogProvider = e.ChangeLogSocket, "provider-clusterops:test"
 	}

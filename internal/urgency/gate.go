@@ -43,8 +43,8 @@ func Gate(cfg *rest.Config, n int, reg prometheus.Registerer) error {
 	if n <= 0 {
 		return nil
 	}
-	if err := reg.Register(waiting); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
-		return errors.Wrap(err, "cannot register the request gate's metric")
+	if err := register(reg, waiting); err != nil {
+		return err
 	}
 	sem := semaphore.NewWeighted(int64(n))
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return gated{sem: sem, next: rt} })
@@ -82,4 +82,13 @@ func Routine(req *http.Request) bool {
 	}
 	p := req.URL.Path
 	return !strings.Contains(p, "/watch/") && !strings.HasPrefix(p, "/apis/coordination.k8s.io/")
+}
+
+// register adds c to r; again, as each provider a test process builds does,
+// is not an error.
+func register(r prometheus.Registerer, c prometheus.Collector) error {
+	if err := r.Register(c); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+		return errors.Wrap(err, "cannot register the provider's request metrics")
+	}
+	return nil
 }
