@@ -252,10 +252,18 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 	}
 	// watchOnce reads one watch from rv to its end and returns the version to
 	// go on from: "" when rv is too old, and a new watch must start over.
+	// A new watch sends every object first, each at its own version, in no
+	// order of versions: a watch ended in the middle of them and resumed from
+	// the last one's version never hears of the objects not yet sent that
+	// changed before it. So a new watch asks for the end of its initial
+	// events to be marked (sendInitialEvents), and rv moves only from then on.
 	watchOnce := func(path, rv string) string {
 		req := cs.CoreV1().RESTClient().Get().AbsPath(path).
 			Param("watch", "true").Param("allowWatchBookmarks", "true")
-		if rv != "" {
+		initial := rv == ""
+		if initial {
+			req = req.Param("sendInitialEvents", "true").Param("resourceVersionMatch", string(metav1.ResourceVersionMatchNotOlderThan))
+		} else {
 			req = req.Param("resourceVersion", rv)
 		}
 		body, err := req.Stream(ctx)
@@ -280,10 +288,14 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 				}
 				return rv
 			case string(watch.Bookmark):
-				rv = ev.Object.Metadata.ResourceVersion
+				if !initial || ev.Object.Metadata.Annotations[metav1.InitialEventsAnnotationKey] == "true" {
+					rv, initial = ev.Object.Metadata.ResourceVersion, false
+				}
 				continue
 			}
-			rv = ev.Object.Metadata.ResourceVersion
+			if !initial {
+				rv = ev.Object.Metadata.ResourceVersion
+			}
 			r := ev.Type != string(watch.Deleted)
 			if r {
 				r = false
@@ -325,9 +337,10 @@ type readyEvent struct {
 	Object struct {
 		Code     int `json:"code"`
 		Metadata struct {
-			Name            string `json:"name"`
-			Namespace       string `json:"namespace"`
-			ResourceVersion string `json:"resourceVersion"`
+			Name            string            `json:"name"`
+			Namespace       string            `json:"namespace"`
+			ResourceVersion string            `json:"resourceVersion"`
+			Annotations     map[string]string `json:"annotations"`
 		} `json:"metadata"`
 		Status struct {
 			Conditions []struct {
