@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -250,23 +251,66 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 		}
 		paths = append(paths, p+m.Resource.Resource)
 	}
-	// watchOnce reads one watch from rv to its end and returns the version to
-	// go on from: "" when rv is too old, and a new watch must start over.
-	// A new watch sends every object first, each at its own version, in no
-	// order of versions: a watch ended in the middle of them and resumed from
-	// the last one's version never hears of the objects not yet sent that
-	// changed before it. So a new watch asks for the end of its initial
-	// events to be marked (sendInitialEvents), and rv moves only from then on.
-	watchOnce := func(path, rv string) string {
-		req := cs.CoreV1().RESTClient().Get().AbsPath(path).
-			Param("watch", "true").Param("allowWatchBookmarks", "true")
-		initial := rv == ""
-		if initial {
-			req = req.Param("sendInitialEvents", "true").Param("resourceVersionMatch", string(metav1.ResourceVersionMatchNotOlderThan))
-		} else {
-			req = req.Param("resourceVersion", rv)
+	readyOf := func(o readyObject) bool {
+		for _, c := range o.Status.Conditions {
+			if c.Type == string(xpv2.TypeReady) {
+				return c.Status == string(corev1.ConditionTrue)
+			}
 		}
-		body, err := req.Stream(ctx)
+		return false
+	}
+	// list reads every object of path, in pages, as one snapshot, in place
+	// of what ready held for path, and returns the snapshot's version. A
+	// list, not a new watch's initial events: a watch that falls behind
+	// while it sends 10,000 objects is ended by the API server (as
+	// unresponsive), and a new one sends them all again; and a watch ended
+	// in the middle of them cannot be resumed, as they come each at its own
+	// version in no order.
+	list := func(path string) (string, error) {
+		seen := map[string]bool{}
+		cont := ""
+		for {
+			req := cs.CoreV1().RESTClient().Get().AbsPath(path).Param("limit", "500")
+			if cont != "" {
+				req = req.Param("continue", cont)
+			}
+			body, err := req.Stream(ctx)
+			if err != nil {
+				return "", err
+			}
+			var l struct {
+				Metadata struct {
+					ResourceVersion string `json:"resourceVersion"`
+					Continue        string `json:"continue"`
+				} `json:"metadata"`
+				Items []readyObject `json:"items"`
+			}
+			err = json.NewDecoder(body).Decode(&l)
+			_ = body.Close()
+			if err != nil {
+				return "", err
+			}
+			for _, o := range l.Items {
+				seen[path+"/"+o.Metadata.Namespace+"/"+o.Metadata.Name] = readyOf(o)
+			}
+			if cont = l.Metadata.Continue; cont == "" {
+				mu.Lock()
+				for k := range ready {
+					if strings.HasPrefix(k, path+"/") {
+						delete(ready, k)
+					}
+				}
+				maps.Copy(ready, seen)
+				mu.Unlock()
+				return l.Metadata.ResourceVersion, nil
+			}
+		}
+	}
+	// watchOnce reads one watch from rv to its end and returns the version to
+	// go on from: "" when rv is too old, and it must list again.
+	watchOnce := func(path, rv string) string {
+		body, err := cs.CoreV1().RESTClient().Get().AbsPath(path).
+			Param("watch", "true").Param("allowWatchBookmarks", "true").Param("resourceVersion", rv).Stream(ctx)
 		if kerrors.IsGone(err) || kerrors.IsResourceExpired(err) {
 			return ""
 		}
@@ -288,25 +332,12 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 				}
 				return rv
 			case string(watch.Bookmark):
-				if !initial || ev.Object.Metadata.Annotations[metav1.InitialEventsAnnotationKey] == "true" {
-					rv, initial = ev.Object.Metadata.ResourceVersion, false
-				}
+				rv = ev.Object.Metadata.ResourceVersion
 				continue
 			}
-			if !initial {
-				rv = ev.Object.Metadata.ResourceVersion
-			}
-			r := ev.Type != string(watch.Deleted)
-			if r {
-				r = false
-				for _, c := range ev.Object.Status.Conditions {
-					if c.Type == string(xpv2.TypeReady) {
-						r = c.Status == string(corev1.ConditionTrue)
-					}
-				}
-			}
+			rv = ev.Object.Metadata.ResourceVersion
 			mu.Lock()
-			ready[path+"/"+ev.Object.Metadata.Namespace+"/"+ev.Object.Metadata.Name] = r
+			ready[path+"/"+ev.Object.Metadata.Namespace+"/"+ev.Object.Metadata.Name] = ev.Type != string(watch.Deleted) && readyOf(ev.Object.readyObject)
 			mu.Unlock()
 		}
 	}
@@ -314,6 +345,13 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 		go func() {
 			rv := ""
 			for ctx.Err() == nil {
+				if rv == "" {
+					var err error
+					if rv, err = list(p); err != nil {
+						time.Sleep(time.Second)
+						continue
+					}
+				}
 				rv = watchOnce(p, rv)
 			}
 		}()
@@ -330,24 +368,29 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 	return nil
 }
 
+// readyObject is the part of a managed resource awaitReady reads: its
+// identity, version and conditions.
+type readyObject struct {
+	Metadata struct {
+		Name            string `json:"name"`
+		Namespace       string `json:"namespace"`
+		ResourceVersion string `json:"resourceVersion"`
+	} `json:"metadata"`
+	Status struct {
+		Conditions []struct {
+			Type   string `json:"type"`
+			Status string `json:"status"`
+		} `json:"conditions"`
+	} `json:"status"`
+}
+
 // readyEvent is the part of a watch event awaitReady reads: a managed
-// resource's identity, version and conditions, or an error's code.
+// resource, or an error's code.
 type readyEvent struct {
 	Type   string `json:"type"`
 	Object struct {
-		Code     int `json:"code"`
-		Metadata struct {
-			Name            string            `json:"name"`
-			Namespace       string            `json:"namespace"`
-			ResourceVersion string            `json:"resourceVersion"`
-			Annotations     map[string]string `json:"annotations"`
-		} `json:"metadata"`
-		Status struct {
-			Conditions []struct {
-				Type   string `json:"type"`
-				Status string `json:"status"`
-			} `json:"conditions"`
-		} `json:"status"`
+		Code int `json:"code"`
+		readyObject
 	} `json:"object"`
 }
 
