@@ -27,8 +27,8 @@ import (
 
 // BenchmarkCopyRuleFanOut copies one ConfigMap into BENCH_COPY_NAMESPACES
 // (default 1000) namespaces: the time until every copy exists, and after a
-// source update until every copy holds the new data; each starts when the
-// provider's client rate limit has refilled. Beside it, in the same
+// source update until every copy holds the new data; each starts 2 s after
+// the provider's last work (rested). Beside it, in the same
 // run, a raw client writes the same objects with the rule's parallelism (16),
 // as the floor the API server allows a client of the provider's standing
 // (floorUser). Both are timed by one watch: from the first request until it
@@ -47,11 +47,11 @@ func BenchmarkCopyRuleFanOut(b *testing.B) {
 	// The first run of a process is a warm-up, not measured: it meets cold
 	// caches and connections on both sides (it was 1.3–2.4× the floor where
 	// the next runs were 1.0–1.4×).
-	// rested waits until the provider's client rate limit has refilled. It
-	// may send 5 requests a second per unit of --max-reconcile-rate, in bursts
-	// of 10, so a burst refills in 2 s. The pruning of the last run, or the
-	// fan-out before an update, spends it; a source changes long after its
-	// rule fanned out, and timing the refill would not time the rule.
+	// rested waits 2 s before each phase: a source changes long after its
+	// rule fanned out. It was the refill of the client-side limit the
+	// provider had until --client-qps (none by default), which the pruning
+	// of the last run or the fan-out before an update spent; timing the
+	// refill would not have timed the rule.
 	rested := func() { time.Sleep(2 * time.Second) }
 	first := 0
 	if !fanOutWarmedUp {
