@@ -44,6 +44,62 @@ func TestConfigRolloutAutoEventReconcilesOnlyItsReaders(t *testing.T) {
 	reconcilesOnly(t, ns, 2, 5)
 }
 
+// TestConfigRolloutAutoFleetReadsEachWorkloadOnce: auto rollouts find their
+// workloads in the provider's metadata cache, and learn from the API server
+// what each one's pod template reads. A fleet of them made together in a
+// namespace of as many Deployments lists the namespace's Deployments once,
+// not a read of every Deployment by every rollout, and reads each Deployment
+// itself at most twice (for the rollout that rolls it, and for the event of
+// that roll if it comes before the write's response): not for each rollout
+// that looks at it, and not again for the generation a rollout's own write
+// gave it.
+func TestConfigRolloutAutoFleetReadsEachWorkloadOnce(t *testing.T) {
+	ns := env.Namespace(t, "rollout-auto-reads", nil)
+	const n = 16
+	for i := range n {
+		create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: ns}, Data: map[string]string{"k": "v"}},
+			consumer(ns, fmt.Sprintf("d-%d", i), fmt.Sprintf("cm-%d", i)))
+	}
+	// The Deployments' events, heard while no auto rollout is there, read
+	// nothing; the fleet is counted from its creation.
+	testenv.WaitIdle(t, wait)
+	// What a template reads is read through the manager's client, the
+	// workloads to roll through the cluster's.
+	mark, markManager := env.Requests.Len(), env.ManagerWrites.Len()
+	for i := range n {
+		cr := &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r-%d", i), Namespace: ns}}
+		cr.Spec.ForProvider.ConfigMaps = []workloadv1alpha1.SourceRef{{Name: fmt.Sprintf("cm-%d", i)}}
+		cr.Spec.ForProvider.Auto = true
+		create(t, cr)
+	}
+	for i := range n {
+		rolledTo(t, ns, fmt.Sprintf("r-%d", i), fmt.Sprintf("d-%d", i))
+	}
+	testenv.WaitIdle(t, wait)
+	reads := map[string]int{}
+	var lists []string
+	deployments := "GET /apis/apps/v1/namespaces/" + ns + "/deployments"
+	for _, r := range append(env.Requests.Since(mark), env.ManagerWrites.Since(markManager)...) {
+		switch {
+		case strings.HasPrefix(r, deployments+"/"):
+			reads[strings.TrimPrefix(r, deployments+"/")]++
+		case r == deployments || strings.HasPrefix(r, deployments+"?"):
+			lists = append(lists, r)
+		}
+	}
+	total := 0
+	for d, c := range reads {
+		total += c
+		if c > 2 {
+			t.Errorf("Deployment %s was read %d times, want at most 2", d, c)
+		}
+	}
+	if len(lists) == 0 {
+		t.Errorf("the namespace's Deployments were not listed once for the fleet; %d reads of %d Deployments: %v", total, n, reads)
+	}
+	t.Logf("%d lists, %d reads of %d Deployments: %v", len(lists), total, n, reads)
+}
+
 // rolloutFleet makes n rollouts r-i in ns, each of ConfigMap cm-i, which
 // Deployment d-i reads; pick says how rollout i finds its workloads. It
 // returns once each has rolled its Deployment.

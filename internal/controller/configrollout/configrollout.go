@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -415,6 +416,15 @@ func (e *external) roll(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, n
 			g = 0
 		}
 		e.own.done(cr.GetNamespace(), kind, name, cr.GetName(), g)
+	}
+	if err == nil && cr.Spec.ForProvider.Auto && e.readers != nil {
+		// The response is the workload at its new generation: what its template
+		// reads is known without a read, for the event of this write and for
+		// the other rollouts of the namespace that list it.
+		o, tmpl := newObject(kind)
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, o) == nil {
+			e.readers.learn(kind, o, tmpl)
+		}
 	}
 	if kerrors.IsNotFound(err) {
 		// Gone since we looked; the next observation will not select it.

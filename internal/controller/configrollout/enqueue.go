@@ -181,7 +181,7 @@ func autoReferencing(ctx context.Context, rd *readers, kind string, o client.Obj
 		return []string{some[0].GetName()}
 	case !deleted:
 		var err error
-		srcs, err = rd.sources(ctx, kind, o)
+		srcs, _, err = rd.sources(ctx, kind, o)
 		ok = err == nil
 	}
 	var out []string
@@ -239,7 +239,15 @@ func workloadHandler(kind string, c client.Reader, rd *readers, own *ownWrites) 
 				// already held changes nothing any other rollout decides on.
 				return
 			}
-			enqueue(ctx, q, w, false, e.ObjectOld, e.ObjectNew)
+			n := e.ObjectNew
+			if w != "" && n.GetGeneration() != e.ObjectOld.GetGeneration() {
+				// The writer's own write changed an annotation of the pod
+				// template, not what it reads: that is known at the old
+				// generation, and is not read again for the new one.
+				n = n.DeepCopyObject().(client.Object) //nolint:forcetypeassert // A copy of an object is one.
+				n.SetGeneration(e.ObjectOld.GetGeneration())
+			}
+			enqueue(ctx, q, w, false, e.ObjectOld, n)
 		},
 		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			own.forget(kind, e.Object)

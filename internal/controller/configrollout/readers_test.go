@@ -3,7 +3,9 @@ package configrollout
 import (
 	"context"
 	"sort"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -132,5 +134,63 @@ func TestReferencing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Reconciles and events that ask at once what a workload not yet known
+// reads share one read of it, and only the caller whose read it was gets the
+// object to use (the others would share it).
+func TestReadersShareARead(t *testing.T) {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "api", Generation: 2}}
+	d.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}}
+	started, release := make(chan struct{}), make(chan struct{})
+	var reads atomic.Int32
+	api := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(d).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			if reads.Add(1) == 1 {
+				close(started)
+			}
+			<-release
+			return c.Get(ctx, key, o, opts...)
+		},
+	}).Build()
+	rd := newReaders(api)
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "api", Generation: 2}}
+	const callers = 8
+	type result struct {
+		srcs []string
+		read client.Object
+		err  error
+	}
+	results := make(chan result, callers)
+	for range callers {
+		go func() {
+			srcs, read, err := rd.sources(context.Background(), KindDeployment, m)
+			results <- result{srcs, read, err}
+		}()
+	}
+	<-started
+	// Callers that come after the read ended find it known; either way
+	// there is one read.
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	withObject := 0
+	for range callers {
+		r := <-results
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if diff := cmp.Diff([]string{autoSource(KindConfigMap, "app")}, r.srcs); diff != "" {
+			t.Errorf("sources: -want, +got:\n%s", diff)
+		}
+		if r.read != nil {
+			withObject++
+		}
+	}
+	if n := reads.Load(); n != 1 {
+		t.Errorf("%d reads of the workload, want 1", n)
+	}
+	if withObject > 1 {
+		t.Errorf("%d callers got the object read, want at most 1", withObject)
 	}
 }

@@ -65,19 +65,31 @@ type workload struct {
 func (w workload) carried() string { return w.Template.GetAnnotations()[AnnotationHash] }
 
 func newObject(kind string) (client.Object, *corev1.PodTemplateSpec) {
+	var o client.Object
 	switch kind {
 	case KindStatefulSet:
-		o := &appsv1.StatefulSet{}
-		return o, &o.Spec.Template
+		o = &appsv1.StatefulSet{}
 	case KindDaemonSet:
-		o := &appsv1.DaemonSet{}
-		return o, &o.Spec.Template
+		o = &appsv1.DaemonSet{}
 	case KindCronJob:
-		o := &batchv1.CronJob{}
-		return o, &o.Spec.JobTemplate.Spec.Template
+		o = &batchv1.CronJob{}
 	default:
-		o := &appsv1.Deployment{}
-		return o, &o.Spec.Template
+		o = &appsv1.Deployment{}
+	}
+	return o, template(o)
+}
+
+// newList makes a list of workloads of kind.
+func newList(kind string) client.ObjectList {
+	switch kind {
+	case KindStatefulSet:
+		return &appsv1.StatefulSetList{}
+	case KindDaemonSet:
+		return &appsv1.DaemonSetList{}
+	case KindCronJob:
+		return &batchv1.CronJobList{}
+	default:
+		return &appsv1.DeploymentList{}
 	}
 }
 
@@ -158,12 +170,17 @@ func lockedBy(ctx context.Context, c, cache client.Reader, ns, name string) ([]v
 }
 
 // get reads the workloads refs name in ns, and returns the ones that do not
-// exist apart.
-func get(ctx context.Context, c client.Reader, ns string, refs []v1alpha1.WorkloadRef) ([]workload, []string, error) {
+// exist apart. read are workloads already read, by workloadKey, which are
+// not read again.
+func get(ctx context.Context, c client.Reader, ns string, refs []v1alpha1.WorkloadRef, read map[string]client.Object) ([]workload, []string, error) {
 	var out []workload
 	var missing []string
 	for _, ref := range refs {
-		o, tmpl := newObject(ref.Kind)
+		if o, ok := read[workloadKey(ref.Kind, ref.Name)]; ok {
+			out = append(out, asWorkload(ref.Kind, o))
+			continue
+		}
+		o, _ := newObject(ref.Kind)
 		err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, o)
 		if kerrors.IsNotFound(err) {
 			missing = append(missing, ref.Kind+" "+ref.Name)
@@ -172,9 +189,30 @@ func get(ctx context.Context, c client.Reader, ns string, refs []v1alpha1.Worklo
 		if err != nil {
 			return nil, nil, errors.Wrapf(err, "cannot get %s %q", ref.Kind, ref.Name)
 		}
-		out = append(out, workload{Kind: ref.Kind, Name: ref.Name, Lock: o.GetAnnotations()[AnnotationLock], Template: tmpl, Object: o})
+		out = append(out, asWorkload(ref.Kind, o))
 	}
 	return out, missing, nil
+}
+
+// asWorkload is workload o of kind, which newObject made.
+func asWorkload(kind string, o client.Object) workload {
+	return workload{Kind: kind, Name: o.GetName(), Lock: o.GetAnnotations()[AnnotationLock], Template: template(o), Object: o}
+}
+
+// template is the pod template of a workload object newObject made.
+func template(o client.Object) *corev1.PodTemplateSpec {
+	switch w := o.(type) {
+	case *appsv1.StatefulSet:
+		return &w.Spec.Template
+	case *appsv1.DaemonSet:
+		return &w.Spec.Template
+	case *batchv1.CronJob:
+		return &w.Spec.JobTemplate.Spec.Template
+	case *appsv1.Deployment:
+		return &w.Spec.Template
+	}
+	// Not a workload: its template is empty and reads nothing.
+	return &corev1.PodTemplateSpec{}
 }
 
 // selectWorkloads returns the workloads a ConfigRollout selects, and the
@@ -186,7 +224,7 @@ func selectWorkloads(ctx context.Context, c, cache client.Reader, rd *readers, c
 	ns := cr.GetNamespace()
 	switch {
 	case len(p.Workloads) > 0:
-		return get(ctx, c, ns, p.Workloads)
+		return get(ctx, c, ns, p.Workloads, nil)
 	case p.Selector != nil:
 		sel, err := metav1.LabelSelectorAsSelector(p.Selector)
 		if err != nil {
@@ -198,7 +236,7 @@ func selectWorkloads(ctx context.Context, c, cache client.Reader, rd *readers, c
 				return nil, nil, err
 			}
 			// One deleted since the cache saw it is simply not selected.
-			ws, _, err := get(ctx, c, ns, refs)
+			ws, _, err := get(ctx, c, ns, refs, nil)
 			return ws, nil, err
 		}
 		ws, err := list(ctx, c, ns, client.MatchingLabelsSelector{Selector: sel})
@@ -211,22 +249,32 @@ func selectWorkloads(ctx context.Context, c, cache client.Reader, rd *readers, c
 		// namespace of N workloads cost O(N) reads, not N lists of N.
 		want := sets.New(autoSources(p)...)
 		var picked []v1alpha1.WorkloadRef
+		read := map[string]client.Object{}
 		for _, kind := range Kinds {
 			l := metadataList(kind)
 			if err := cache.List(ctx, l, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 				return nil, nil, errors.Wrap(err, "cannot list workloads")
 			}
+			if rd.unknown(kind, l.Items) >= listBelow {
+				if err := rd.learnAll(ctx, kind, ns); err != nil {
+					return nil, nil, err
+				}
+			}
 			for i := range l.Items {
-				srcs, err := rd.sources(ctx, kind, &l.Items[i])
+				srcs, o, err := rd.sources(ctx, kind, &l.Items[i])
 				if err != nil {
 					return nil, nil, errors.Wrapf(err, "cannot get %s %q", kind, l.Items[i].Name)
 				}
 				if want.HasAny(srcs...) {
 					picked = append(picked, v1alpha1.WorkloadRef{Kind: kind, Name: l.Items[i].Name})
+					if o != nil {
+						read[workloadKey(kind, o.GetName())] = o
+					}
 				}
 			}
 		}
-		ws, _, err := get(ctx, c, ns, picked)
+		// Those rd read just now are not read again.
+		ws, _, err := get(ctx, c, ns, picked, read)
 		if err != nil {
 			return nil, nil, err
 		}
