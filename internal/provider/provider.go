@@ -6,6 +6,7 @@ package provider
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +41,7 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/apimetrics"
 	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
 	"github.com/clusterops/provider-clusterops/internal/controller/appbundle"
+	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
 	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/target"
@@ -317,12 +319,22 @@ func cacheOptions(sync time.Duration) (cache.Options, error) {
 	if err != nil {
 		return cache.Options{}, err
 	}
+	byObject := configrollout.CacheOptions()
+	maps.Copy(byObject, map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   {Label: ownedPods},
+		&corev1.PersistentVolumeClaim{}: {Label: ownedByBundle},
+		&corev1.Service{}:               {Label: ownedByBundle},
+		// Safe-start reads only a CRD's names, versions and conditions;
+		// the schemas are most of its size.
+		&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
+	})
 	return cache.Options{
 		SyncPeriod:       positive(sync),
 		DefaultTransform: cache.TransformStripManagedFields(),
 		// Only objects the provider made are cached and watched, not every pod,
 		// claim or Service in the cluster; workloads are watched as metadata
-		// only (ConfigRollout). ConfigMaps and Secrets are never cached here:
+		// only (ConfigRollout), and kept as ConfigRollout reads them
+		// (configrollout.SlimWorkload). ConfigMaps and Secrets are never cached here:
 		// kinds watch the ones they reference through internal/watchset.
 		// Kinds read what they act on from the API server, so objects outside
 		// the cache are seen. AppBundles watch their Deployments, claims and
@@ -331,14 +343,7 @@ func cacheOptions(sync time.Duration) (cache.Options, error) {
 		// kind, and a label scope for Deployments would hide unlabelled ones
 		// from ConfigRollout's metadata watch. The claim and Service entries
 		// keep any read of those through the manager's client scoped.
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:                   {Label: ownedPods},
-			&corev1.PersistentVolumeClaim{}: {Label: ownedByBundle},
-			&corev1.Service{}:               {Label: ownedByBundle},
-			// Safe-start reads only a CRD's names, versions and conditions;
-			// the schemas are most of its size.
-			&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
-		},
+		ByObject: byObject,
 	}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,7 +22,8 @@ import (
 
 // TestProviderRunsProductionWiring shows that the provider the tests run is
 // built as cmd/provider builds it: its cache holds only the pods, claims and
-// Services the provider made, without managedFields, and CRDs without their
+// Services the provider made, without managedFields, workloads as the
+// metadata ConfigRollout reads, and CRDs without their
 // schemas (safe-start is on).
 func TestProviderRunsProductionWiring(t *testing.T) {
 	ns := env.Namespace(t, "wiring", nil)
@@ -91,6 +93,36 @@ func TestProviderRunsProductionWiring(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("Workloads", func(t *testing.T) {
+		// Every workload is cached as metadata for ConfigRollout, which keeps
+		// only what it decides on: not what a client-side apply leaves.
+		d := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "applied", Labels: map[string]string{"app": "applied"}, Annotations: map[string]string{
+				"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"apps/v1","kind":"Deployment"}`,
+				"workload.clusterops.io/config-rollout":             "conf",
+			}},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "applied"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "applied"}}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}},
+			},
+		}
+		if err := env.Client.Create(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+		cached := &metav1.PartialObjectMetadata{}
+		cached.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
+		testenv.Eventually(t, 30*time.Second, "the Deployment in the provider's cache", func(ctx context.Context) (bool, error) {
+			return true, cache.Get(ctx, client.ObjectKeyFromObject(d), cached)
+		})
+		want := map[string]string{"workload.clusterops.io/config-rollout": "conf"}
+		if diff := cmp.Diff(want, cached.GetAnnotations()); diff != "" {
+			t.Errorf("cached annotations: -want, +got:\n%s", diff)
+		}
+		if diff := cmp.Diff(d.Labels, cached.GetLabels()); diff != "" {
+			t.Errorf("cached labels: -want, +got:\n%s", diff)
+		}
+	})
 
 	t.Run("CRDs", func(t *testing.T) {
 		// The safe-start gate's cache, which only a provider with safe-start has.
