@@ -100,7 +100,7 @@ func TestProviderRunsProductionWiring(t *testing.T) {
 		d := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "applied", Labels: map[string]string{"app": "applied"}, Annotations: map[string]string{
 				"kubectl.kubernetes.io/last-applied-configuration": `{"apiVersion":"apps/v1","kind":"Deployment"}`,
-				"workload.clusterops.io/config-rollout":             "conf",
+				"workload.clusterops.io/config-rollout":            "conf",
 			}},
 			Spec: appsv1.DeploymentSpec{
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "applied"}},
