@@ -53,7 +53,8 @@ func readSources(r Refs) []string {
 // every auto rollout of the namespace, each of which lists the namespace's
 // workloads (O(N²) as N auto rollouts converge). A workload not known at its
 // current generation is read once from the API server, however many
-// reconciles and events ask at once; a rollout's own write and its response
+// reconciles and events ask at once (many such in a namespace are listed at
+// once instead); a rollout's own write and its response
 // teach it the new generation without a read; an entry goes with its
 // workload's deletion.
 type readers struct {
@@ -113,11 +114,11 @@ func (r *readers) sources(ctx context.Context, kind string, o client.Object) (sr
 	}
 }
 
-// listBelow is how many workloads of a kind in a namespace may be unknown
-// before learnAll lists them rather than read each: a fleet of auto rollouts
-// made together would otherwise read every workload of its namespace one by
-// one in its first reconciles.
-const listBelow = 8
+// listFrom is how many workloads of a kind in a namespace, not known at
+// their generation, learnAll lists rather than read each: a fleet of auto
+// rollouts made together would otherwise read every workload of its
+// namespace one by one in its first reconciles.
+const listFrom = 8
 
 // unknown counts the workloads of kind in items not known at their
 // generation.

@@ -255,7 +255,7 @@ func selectWorkloads(ctx context.Context, c, cache client.Reader, rd *readers, c
 			if err := cache.List(ctx, l, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
 				return nil, nil, errors.Wrap(err, "cannot list workloads")
 			}
-			if rd.unknown(kind, l.Items) >= listBelow {
+			if rd.unknown(kind, l.Items) >= listFrom {
 				if err := rd.learnAll(ctx, kind, ns); err != nil {
 					return nil, nil, err
 				}
