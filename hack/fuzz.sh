@@ -21,6 +21,7 @@ TARGETS="
 ./internal/controller/configrollout/        FuzzReferences
 ./internal/controller/configrollout/        FuzzNextWave
 ./internal/controller/configrollout/        FuzzWorkloadHash
+./internal/controller/configrollout/        FuzzReadersIndex
 ./internal/controller/copyrule/             FuzzSelectTargets
 ./internal/controller/copyrule/             FuzzCopyContent
 ./internal/controller/copyrule/             FuzzMakePlan

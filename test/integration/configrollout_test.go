@@ -168,6 +168,16 @@ func TestConfigRolloutAutoFindsConsumers(t *testing.T) {
 	late.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}}}
 	create(t, late)
 	rolledTo(t, ns, "auto", "late")
+	// So is one whose template starts reading it, on the event of its new
+	// generation (the provider's watch carries no template).
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bystander"}, other); err != nil {
+		t.Fatal(err)
+	}
+	other.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}}}}
+	if err := env.Client.Update(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	rolledTo(t, ns, "auto", "bystander")
 }
 
 func TestConfigRolloutWaitsForMissingSource(t *testing.T) {

@@ -30,7 +30,7 @@ const testNamespace = "web"
 
 var testNow = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 
-func testScheme(t *testing.T) *runtime.Scheme {
+func testScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
 	s := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {

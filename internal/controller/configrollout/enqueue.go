@@ -230,6 +230,7 @@ func workloadHandler(kind string, c client.Reader, rd *readers, own *ownWrites) 
 	// rank above new rollouts (urgency).
 	return urgency.Handler(handler.Funcs{
 		CreateFunc: func(ctx context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			rd.seen(kind, e.Object)
 			enqueue(ctx, q, "", false, e.Object)
 		},
 		UpdateFunc: func(ctx context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -247,6 +248,7 @@ func workloadHandler(kind string, c client.Reader, rd *readers, own *ownWrites) 
 				n = n.DeepCopyObject().(client.Object) //nolint:forcetypeassert // A copy of an object is one.
 				n.SetGeneration(e.ObjectOld.GetGeneration())
 			}
+			rd.seen(kind, n)
 			enqueue(ctx, q, w, false, e.ObjectOld, n)
 		},
 		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {

@@ -1,9 +1,12 @@
 package configrollout
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
@@ -173,6 +176,62 @@ func FuzzWorkloadHash(f *testing.F) {
 		}
 		if k, reads := ReadKeys(filterKeys, uses.ConfigMaps["app"]); reads && filter != "" && (len(k) != 1 || k[0] != filter) {
 			t.Fatalf("ReadKeys(%q, ...) = %v: keys outside the filter", filter, k)
+		}
+	})
+}
+
+// FuzzReadersIndex drives readers with learns, forgets and events of a few
+// workloads in any order: the workloads it names as reading a source are
+// exactly those it knows read it, and none is stale at a generation it
+// knows.
+func FuzzReadersIndex(f *testing.F) {
+	f.Add([]byte{0x00, 0x11, 0x22, 0x43, 0x05, 0x80, 0x61})
+	f.Add([]byte{0xc1, 0x12, 0x13, 0x51, 0x91, 0x32, 0xe3})
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		const ns = "ns"
+		rd := newReaders(nil)
+		rd.spaces[ns] = &space{noted: true, stale: map[string]int64{}}
+		srcs := []string{"a", "b", "c", "d"}
+		for _, op := range ops {
+			// op: 2 bits what, 2 bits which workload, 2 bits generation, 2 bits source.
+			name := string(rune('p' + op>>2&3))
+			gen := int64(op>>4&3) + 1
+			m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: gen}}
+			switch op & 3 {
+			case 0, 1:
+				tmpl := &corev1.PodTemplateSpec{}
+				tmpl.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: srcs[op>>6]}}}}}
+				rd.learn(KindDeployment, m, tmpl)
+			case 2:
+				rd.forget(KindDeployment, m)
+			default:
+				rd.seen(KindDeployment, m)
+			}
+			for _, src := range srcs {
+				want := sets.New[string]()
+				for k, at := range rd.by {
+					if sets.New(at.sources...).Has(autoSource(KindConfigMap, src)) {
+						want.Insert(strings.TrimPrefix(k.Name, KindDeployment+"/"))
+					}
+				}
+				got := sets.New[string]()
+				for _, ref := range rd.readersOf(ns, []string{autoSource(KindConfigMap, src)}) {
+					got.Insert(ref.Name)
+				}
+				if !got.Equal(want) {
+					t.Fatalf("after op %#x: readers of %s %v, known to read it %v", op, src, sets.List(got), sets.List(want))
+				}
+			}
+			for k, g := range rd.spaces[ns].stale {
+				if at, ok := rd.by[types.NamespacedName{Namespace: ns, Name: k}]; ok && at.generation >= g {
+					t.Fatalf("after op %#x: %s stale at %d, known at %d", op, k, g, at.generation)
+				}
+			}
+		}
+		for u, s := range rd.users {
+			if s.Len() == 0 {
+				t.Fatalf("an empty set of readers of %s is kept", u)
+			}
 		}
 	})
 }

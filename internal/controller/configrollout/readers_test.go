@@ -194,3 +194,89 @@ func TestReadersShareARead(t *testing.T) {
 		t.Errorf("%d callers got the object read, want at most 1", withObject)
 	}
 }
+
+// An auto rollout finds its workloads by what they are known to read: on
+// its first look in a namespace every workload there is learned, and later
+// only those whose events carried a generation not known (a new template),
+// not every workload of the namespace again.
+func TestAutoSelectLearnsOnlyWhatChanged(t *testing.T) {
+	reading := func(name string, generation int64, cm string) *appsv1.Deployment {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: name, Generation: generation}}
+		d.Spec.Template.Spec.Containers = []corev1.Container{{Name: "c", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}
+		return d
+	}
+	meta := func(d *appsv1.Deployment) metav1.PartialObjectMetadata {
+		return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name, Generation: d.Generation}}
+	}
+	a, b, c := reading("a", 1, "app"), reading("b", 1, "other"), reading("c", 1, "app")
+	var reads []string
+	api := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(a, b, c).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			reads = append(reads, key.Name)
+			return c.Get(ctx, key, o, opts...)
+		},
+	}).Build()
+	// gone is in the cache and no longer on the API server: its deletion
+	// event is still to come.
+	gone := reading("gone", 1, "app")
+	cache := metadataCache{items: map[string][]metav1.PartialObjectMetadata{KindDeployment: {meta(a), meta(b), meta(c), meta(gone)}}}
+	rd := newReaders(api)
+	// An event before any auto rollout looked in the namespace is not noted.
+	rd.seen(KindDeployment, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "a", Generation: 1}})
+	cr := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "r"}}
+	cr.Spec.ForProvider.Auto = true
+	cr.Spec.ForProvider.ConfigMaps = []v1alpha1.SourceRef{{Name: "app"}}
+	ctx := context.Background()
+	check := func(step string, want, wantReads []string) {
+		t.Helper()
+		reads = nil
+		ws, _, err := selectWorkloads(ctx, api, cache, rd, cr)
+		if err != nil {
+			t.Fatalf("%s: %v", step, err)
+		}
+		var got []string
+		for _, w := range ws {
+			got = append(got, w.Name)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: workloads selected: -want, +got:\n%s", step, diff)
+		}
+		sort.Strings(reads)
+		if diff := cmp.Diff(wantReads, reads); diff != "" {
+			t.Errorf("%s: workloads read: -want, +got:\n%s", step, diff)
+		}
+	}
+	// Each is read once, and a and c are rolled as read.
+	check("first look", []string{"a", "c"}, []string{"a", "b", "c", "gone"})
+	// gone's deletion event comes.
+	rd.forget(KindDeployment, gone)
+	// Known: only the two to roll are read.
+	check("again", []string{"a", "c"}, []string{"a", "c"})
+	if s := rd.stale(testNamespace, KindDeployment); len(s) != 0 {
+		t.Errorf("still stale: %v", s)
+	}
+	// b now reads app too: its event notes it, and it alone is learned.
+	b2 := reading("b", 2, "app")
+	if err := api.Update(ctx, withVersion(t, api, b2)); err != nil {
+		t.Fatal(err)
+	}
+	rd.seen(KindDeployment, &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: "b", Generation: 2}})
+	check("b reads app", []string{"a", "b", "c"}, []string{"a", "b", "c"})
+	// c is deleted: forgotten with its event.
+	if err := api.Delete(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	rd.forget(KindDeployment, c)
+	check("c deleted", []string{"a", "b"}, []string{"a", "b"})
+}
+
+// withVersion sets o's resourceVersion to the one c holds, for an update.
+func withVersion(t *testing.T, c client.Client, o client.Object) client.Object {
+	t.Helper()
+	cur := &appsv1.Deployment{}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(o), cur); err != nil {
+		t.Fatal(err)
+	}
+	o.SetResourceVersion(cur.ResourceVersion)
+	return o
+}

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -242,37 +241,37 @@ func selectWorkloads(ctx context.Context, c, cache client.Reader, rd *readers, c
 		ws, err := list(ctx, c, ns, client.MatchingLabelsSelector{Selector: sel})
 		return ws, nil, err
 	case cache != nil && rd != nil:
-		// Auto on the provider's own cluster: the namespace's workloads from
-		// the metadata cache, what each reads from rd (a read per workload
-		// and generation, shared by every rollout), and only the readers of
-		// this rollout's sources from the API server. N auto rollouts in a
-		// namespace of N workloads cost O(N) reads, not N lists of N.
-		want := sets.New(autoSources(p)...)
-		var picked []v1alpha1.WorkloadRef
+		// Auto on the provider's own cluster: what each workload of the
+		// namespace reads comes from rd (a read per workload and generation,
+		// shared by every rollout, or a list of the namespace when many are
+		// new), and only the readers of this rollout's sources from the API
+		// server. rd hears of every workload event, so a reconcile learns only
+		// what changed and looks up its sources: N auto rollouts in a
+		// namespace of N workloads cost O(N) reads and O(N) work, not N lists
+		// or scans of N.
+		if err := rd.track(ctx, cache, ns); err != nil {
+			return nil, nil, err
+		}
 		read := map[string]client.Object{}
 		for _, kind := range Kinds {
-			l := metadataList(kind)
-			if err := cache.List(ctx, l, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
-				return nil, nil, errors.Wrap(err, "cannot list workloads")
-			}
-			if rd.unknown(kind, l.Items) >= listFrom {
+			stale := rd.stale(ns, kind)
+			if len(stale) >= listFrom {
 				if err := rd.learnAll(ctx, kind, ns); err != nil {
 					return nil, nil, err
 				}
+				continue
 			}
-			for i := range l.Items {
-				srcs, o, err := rd.sources(ctx, kind, &l.Items[i])
+			for i := range stale {
+				_, o, err := rd.sources(ctx, kind, &stale[i])
 				if err != nil {
-					return nil, nil, errors.Wrapf(err, "cannot get %s %q", kind, l.Items[i].Name)
+					return nil, nil, errors.Wrapf(err, "cannot get %s %q", kind, stale[i].Name)
 				}
-				if want.HasAny(srcs...) {
-					picked = append(picked, v1alpha1.WorkloadRef{Kind: kind, Name: l.Items[i].Name})
-					if o != nil {
-						read[workloadKey(kind, o.GetName())] = o
-					}
+				if o != nil {
+					read[workloadKey(kind, o.GetName())] = o
 				}
 			}
 		}
+		picked := rd.readersOf(ns, autoSources(p))
 		// Those rd read just now are not read again.
 		ws, _, err := get(ctx, c, ns, picked, read)
 		if err != nil {
