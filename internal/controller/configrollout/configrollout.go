@@ -95,6 +95,14 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	own := newOwnWrites()
 	wait := newWaiters()
 	rd := newReaders(mgr.GetAPIReader())
+	autos := newAutoRollouts()
+	inf, err := mgr.GetCache().GetInformer(context.Background(), &v1alpha1.ConfigRollout{})
+	if err != nil {
+		return errors.Wrap(err, "cannot get the ConfigRollout informer")
+	}
+	if _, err := inf.AddEventHandler(autos.handler()); err != nil {
+		return errors.Wrap(err, "cannot count auto ConfigRollouts")
+	}
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ConfigRollout]{
 		GroupVersionKind: resource.ManagedKind(v1alpha1.ConfigRolloutGroupVersionKind),
 		Object:           &v1alpha1.ConfigRollout{},
@@ -116,7 +124,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		// Workloads are watched as metadata only; an event reconciles the
 		// rollouts that reference the workload (indexWorkloads).
 		Watch: func(b *builder.Builder) *builder.Builder {
-			return wait.watchAll(watchWorkloads(b, mgr.GetClient(), rd, own), mgr.GetClient())
+			return wait.watchAll(watchWorkloads(b, mgr.GetClient(), rd, autos, own), mgr.GetClient())
 		},
 		PollHook: untilDue(time.Now),
 	})
@@ -259,7 +267,21 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		return managed.ExternalObservation{ResourceExists: len(held) > 0}, nil
 	}
 	o := &cr.Status.AtProvider
+	// The workloads are read while the sources are: neither depends on the
+	// other, and a change waits for one round trip to the API server, not two,
+	// before it is rolled.
+	type selection struct {
+		ws      []workload
+		missing []string
+		err     error
+	}
+	selected := make(chan selection, 1)
+	go func() {
+		ws, missing, err := selectWorkloads(ctx, e.cluster.Client, e.cache, e.readers, cr)
+		selected <- selection{ws, missing, err}
+	}()
 	sources, missing, err := e.readSources(ctx, cr)
+	sel := <-selected
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
@@ -280,9 +302,9 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		o.Hash, o.ChangedAt = h, &now
 	}
 
-	ws, missingWorkloads, err := selectWorkloads(ctx, e.cluster.Client, e.cache, e.readers, cr)
-	if err != nil {
-		return managed.ExternalObservation{}, err
+	ws, missingWorkloads := sel.ws, sel.missing
+	if sel.err != nil {
+		return managed.ExternalObservation{}, sel.err
 	}
 	last, recorded := map[string]*metav1.Time{}, map[string]string{}
 	for _, w := range o.Workloads {

@@ -2,6 +2,7 @@ package configrollout
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -284,6 +285,42 @@ func TestObserve(t *testing.T) {
 				t.Errorf("\n%s\nObserve(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// Observe reads the sources and the workloads at once: a change is rolled
+// after one round trip to the API server, not two. The ConfigMap's read here
+// returns only once the Deployment's has begun, which it never would if the
+// two were read one after the other.
+func TestObserveReadsSourcesAndWorkloadsAtOnce(t *testing.T) {
+	workloadRead := make(chan struct{})
+	var once sync.Once
+	sequential := false
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(configMap(), deployment("api", "", "")).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			switch o.(type) {
+			case *corev1.ConfigMap:
+				select {
+				case <-workloadRead:
+				case <-time.After(5 * time.Second):
+					sequential = true
+				}
+			case *appsv1.Deployment:
+				once.Do(func() { close(workloadRead) })
+			}
+			return c.Get(ctx, key, o, opts...)
+		},
+	}).Build()
+	e := &external{cluster: &target.Cluster{ID: "test", Client: c}, record: event.NewNopRecorder(), now: func() time.Time { return testNow }}
+	obs, err := e.Observe(context.Background(), rollout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sequential {
+		t.Errorf("the ConfigMap was read before the Deployment's read began: one after the other")
+	}
+	if obs.ResourceUpToDate {
+		t.Errorf("a Deployment without the hash is up to date")
 	}
 }
 

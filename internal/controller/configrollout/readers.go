@@ -200,21 +200,26 @@ func (r *readers) noteLocked(s *space, kind string, o client.Object) {
 	}
 }
 
-// stale returns the workloads of kind in ns noted as stale, as metadata.
-func (r *readers) stale(ns, kind string) []metav1.PartialObjectMetadata {
+// stale returns the workloads of kind in ns noted as stale, as metadata, or
+// many when there are upTo or more: those are listed, not read one by one,
+// and a fleet's first reconciles, which all find every workload of their
+// namespace stale, need not copy them all.
+func (r *readers) stale(ns, kind string, upTo int) (out []metav1.PartialObjectMetadata, many bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.spaces[ns]
 	if !ok {
-		return nil
+		return nil, false
 	}
-	var out []metav1.PartialObjectMetadata
 	for k, g := range s.stale {
 		if name, ok := strings.CutPrefix(k, kind+"/"); ok {
+			if len(out) == upTo-1 {
+				return nil, true
+			}
 			out = append(out, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Generation: g}})
 		}
 	}
-	return out
+	return out, false
 }
 
 // readersOf returns the workloads in ns known to read any of srcs

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -58,6 +59,7 @@ func TestReferencing(t *testing.T) {
 	type call struct {
 		o       client.Object
 		deleted bool
+		listed  bool // in the watch's first list
 		want    []string
 		reads   int
 	}
@@ -93,6 +95,18 @@ func TestReferencing(t *testing.T) {
 			apiErr:   kerrors.NewServiceUnavailable("etcd is away"),
 			calls:    []call{{o: meta(3, ""), want: []string{"app", "other"}, reads: 1}},
 		},
+		// As the provider starts, every rollout is reconciled and learns what
+		// its namespace's workloads read in a list of them: the first list's
+		// events read nothing, one by one.
+		"NoReadInTheFirstList": {
+			rollouts: []client.Object{auto("app", []string{"app"}, nil), auto("other", []string{"other"}, nil)},
+			calls:    []call{{o: meta(3, ""), listed: true}},
+		},
+		// With one automatic rollout, that one, as for any event.
+		"TheOnlyAutoRolloutInTheFirstList": {
+			rollouts: []client.Object{auto("a", []string{"unrelated"}, nil)},
+			calls:    []call{{o: meta(3, ""), listed: true, want: []string{"a"}}},
+		},
 		// Its deletion event, which follows, reaches every automatic rollout.
 		"NoAutoRolloutWhenItIsGone": {
 			rollouts: []client.Object{auto("app", []string{"app"}, nil), auto("other", []string{"other"}, nil)},
@@ -119,10 +133,21 @@ func TestReferencing(t *testing.T) {
 				},
 			}).Build()
 			rd := newReaders(apiReader)
+			autos := newAutoRollouts()
+			for _, o := range tc.rollouts {
+				autos.set(o)
+			}
 			for i, call := range tc.calls {
 				before := reads
 				var got []string
-				for _, r := range referencing(context.Background(), c, rd, KindDeployment, call.o, call.deleted) {
+				h := changedWorkload
+				switch {
+				case call.deleted:
+					h = deletedWorkload
+				case call.listed:
+					h = listedWorkload
+				}
+				for _, r := range referencing(context.Background(), c, rd, autos, KindDeployment, call.o, h) {
 					got = append(got, r.Name)
 				}
 				sort.Strings(got)
@@ -252,7 +277,7 @@ func TestAutoSelectLearnsOnlyWhatChanged(t *testing.T) {
 	rd.forget(KindDeployment, gone)
 	// Known: only the two to roll are read.
 	check("again", []string{"a", "c"}, []string{"a", "c"})
-	if s := rd.stale(testNamespace, KindDeployment); len(s) != 0 {
+	if s, many := rd.stale(testNamespace, KindDeployment, listFrom); len(s) != 0 || many {
 		t.Errorf("still stale: %v", s)
 	}
 	// b now reads app too: its event notes it, and it alone is learned.
@@ -279,4 +304,42 @@ func withVersion(t *testing.T, c client.Client, o client.Object) client.Object {
 	}
 	o.SetResourceVersion(cur.ResourceVersion)
 	return o
+}
+
+// The auto rollouts of each namespace are counted from the ConfigRollout
+// informer's events: a rollout that stops being auto, or is deleted (also
+// when the watch missed the deletion), no longer counts.
+func TestAutoRollouts(t *testing.T) {
+	autoIn := func(ns, name string) *v1alpha1.ConfigRollout {
+		cr := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		cr.Spec.ForProvider.Auto = true
+		return cr
+	}
+	a := newAutoRollouts()
+	h := a.handler()
+	check := func(step, ns, wantOnly string, wantN int) {
+		t.Helper()
+		if only, n := a.in(ns); only != wantOnly || n != wantN {
+			t.Errorf("%s: in(%q) = %q, %d; want %q, %d", step, ns, only, n, wantOnly, wantN)
+		}
+	}
+	check("none", "web", "", 0)
+	h.OnAdd(autoIn("web", "a"), false)
+	check("one", "web", "a", 1)
+	h.OnAdd(autoIn("web", "b"), false)
+	h.OnAdd(autoIn("db", "c"), false)
+	h.OnAdd(rollout(func(cr *v1alpha1.ConfigRollout) { cr.Namespace, cr.Name = "web", "named" }), false)
+	check("two and a named one", "web", "", 2)
+	check("another namespace", "db", "c", 1)
+	named := autoIn("web", "b")
+	named.Spec.ForProvider.Auto, named.Spec.ForProvider.Workloads = false, []v1alpha1.WorkloadRef{{Kind: KindDeployment, Name: "api"}}
+	h.OnUpdate(autoIn("web", "b"), named)
+	check("b names its workload now", "web", "a", 1)
+	h.OnAdd(autoIn("web", "d"), false)
+	if diff := cmp.Diff([]string{"a", "d"}, a.all("web")); diff != "" {
+		t.Errorf("all: -want, +got:\n%s", diff)
+	}
+	h.OnDelete(autoIn("web", "a"))
+	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "web/d", Obj: autoIn("web", "d")})
+	check("deleted", "web", "", 0)
 }

@@ -254,8 +254,8 @@ func selectWorkloads(ctx context.Context, c, cache client.Reader, rd *readers, c
 		}
 		read := map[string]client.Object{}
 		for _, kind := range Kinds {
-			stale := rd.stale(ns, kind)
-			if len(stale) >= listFrom {
+			stale, many := rd.stale(ns, kind, listFrom)
+			if many {
 				if err := rd.learnAll(ctx, kind, ns); err != nil {
 					return nil, nil, err
 				}
