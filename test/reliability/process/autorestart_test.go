@@ -3,7 +3,6 @@ package process
 import (
 	"context"
 	"fmt"
-	"maps"
 	"testing"
 	"time"
 
@@ -75,24 +74,8 @@ func TestConfigRolloutAutoRestartReadsEachWorkloadOnce(t *testing.T) {
 
 	second := c.runProvider(t, "auto-restart-2", "--poll=1h")
 	controller := managed.ControllerName(workloadv1alpha1.ConfigRolloutGroupKind)
-	eventually(t, time.Minute, "every rollout reconciled and the provider idle", func(ctx context.Context) (bool, error) {
-		r, err := second.reconciles(ctx, controller)
-		if err != nil || r < n {
-			return false, err
-		}
-		before, err := second.requests(ctx)
-		if err != nil {
-			return false, err
-		}
-		time.Sleep(2 * time.Second)
-		after, err := second.requests(ctx)
-		return maps.Equal(before, after), err
-	})
+	got := second.idleAfter(t, controller, n)
 	stays(t, time.Second, "nothing rolled again", rolledOnce)
-	got, err := second.requests(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if reads := got[`resource="deployments",verb="get"`]; reads > n {
 		t.Errorf("the restarted provider read Deployments %v times, want at most %d (one for each rollout's own); all requests: %v", reads, n, got)
 	}

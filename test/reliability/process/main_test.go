@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -215,6 +216,31 @@ func (p *provider) reconciles(ctx context.Context, controller string) (float64, 
 		total += v
 	}
 	return total, nil
+}
+
+// idleAfter waits until the provider has reconciled at least n resources of
+// controller and then sent no request for two seconds, and returns its
+// requests so far.
+func (p *provider) idleAfter(t *testing.T, controller string, n int) map[string]float64 {
+	t.Helper()
+	eventually(t, time.Minute, "every resource reconciled and the provider idle", func(ctx context.Context) (bool, error) {
+		r, err := p.reconciles(ctx, controller)
+		if err != nil || r < float64(n) {
+			return false, err
+		}
+		before, err := p.requests(ctx)
+		if err != nil {
+			return false, err
+		}
+		time.Sleep(2 * time.Second)
+		after, err := p.requests(ctx)
+		return maps.Equal(before, after), err
+	})
+	got, err := p.requests(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
 
 // eventually is testenv.Eventually with a clearer name at call sites that

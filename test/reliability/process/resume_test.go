@@ -134,23 +134,7 @@ func TestCopyRuleRestartReadsOnlyWhatChanged(t *testing.T) {
 	second := c.runProvider(t, "resume-2", "--poll=1h")
 	eventually(t, time.Minute, "the changed source copied and the edited copy repaired", copiesHold(changed))
 	controller := managed.ControllerName(copyv1alpha1.CopyRuleGroupKind)
-	eventually(t, time.Minute, "every rule reconciled and the provider idle", func(ctx context.Context) (bool, error) {
-		n, err := second.reconciles(ctx, controller)
-		if err != nil || n < rules {
-			return false, err
-		}
-		before, err := second.requests(ctx)
-		if err != nil {
-			return false, err
-		}
-		time.Sleep(2 * time.Second)
-		after, err := second.requests(ctx)
-		return maps.Equal(before, after), err
-	})
-	got, err := second.requests(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := second.idleAfter(t, controller, rules)
 	for _, verb := range []string{"get", "list", "create", "update", "patch", "delete"} {
 		if n := got[`resource="configmaps",verb="`+verb+`"`]; n > 0 {
 			t.Errorf("the restarted provider sent %v %s requests of ConfigMaps, want none: every ConfigMap rule was in sync; all requests: %v", n, verb, got)
