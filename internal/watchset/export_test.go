@@ -37,9 +37,9 @@ func (s *Set) Len() int {
 func (s *Set) Synced(owner types.NamespacedName) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for k := range s.owners[owner] {
+	for h := range s.owners[owner] {
 		// A watch nothing serves will never sync; never dereference it.
-		if r, ok := s.serving(k); !ok || !r.informer.HasSynced() {
+		if r, ok := s.serving(h.Value()); !ok || !r.informer.HasSynced() {
 			return false
 		}
 	}

@@ -1,10 +1,13 @@
 package watchset
 
 import (
+	"fmt"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 func TestSlim(t *testing.T) {
@@ -97,5 +100,41 @@ func TestSameLabelsAndDeletion(t *testing.T) {
 				t.Errorf("\n%s\nsameLabelsAndDeletion(...) = %v, want %v", tc.reason, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestSlimKeepingSharesLabels(t *testing.T) {
+	transform := slimKeeping("rule")
+	obj := func(name, rule string) any {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name), ResourceVersion: "1",
+			Labels: map[string]string{"rule": rule, "app": name}}}
+	}
+	labelsOf := func(o any) map[string]string {
+		t.Helper()
+		got, err := transform(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.(*metav1.PartialObjectMetadata).Labels
+	}
+	a, b, c := labelsOf(obj("a", "r1")), labelsOf(obj("b", "r1")), labelsOf(obj("c", "r2"))
+	if diff := cmp.Diff(map[string]string{"rule": "r1"}, a); diff != "" {
+		t.Errorf("slimKeeping(...): only the label is kept: -want, +got:\n%s", diff)
+	}
+	if reflect.ValueOf(a).UnsafePointer() != reflect.ValueOf(b).UnsafePointer() {
+		t.Errorf("slimKeeping(...): two objects of one value hold two labels maps, want one shared")
+	}
+	if diff := cmp.Diff(map[string]string{"rule": "r2"}, c); diff != "" {
+		t.Errorf("slimKeeping(...): another value: -want, +got:\n%s", diff)
+	}
+	// Past the bound the table starts over; every object still keeps its own value.
+	for i := range maxSharedLabels + 10 {
+		v := fmt.Sprintf("v%d", i)
+		if got := labelsOf(obj(v, v)); got["rule"] != v || len(got) != 1 {
+			t.Fatalf("slimKeeping(...) of value %q: got labels %v", v, got)
+		}
+	}
+	if got := labelsOf(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x"}}); got != nil {
+		t.Errorf("slimKeeping(...) of an object without the label: got labels %v, want none", got)
 	}
 }

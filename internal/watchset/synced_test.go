@@ -2,6 +2,7 @@ package watchset
 
 import (
 	"testing"
+	"unique"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -13,7 +14,7 @@ import (
 func TestSyncedMissingWatch(t *testing.T) {
 	s := New(logging.NewNopLogger())
 	o := types.NamespacedName{Namespace: "ns", Name: "o"}
-	s.owners[o] = map[key]struct{}{{cluster: "c", Watch: Watch{Namespace: "ns"}}: {}}
+	s.owners[o] = map[unique.Handle[key]]struct{}{unique.Make(key{cluster: "c", Watch: Watch{Namespace: "ns"}}): {}}
 	if s.Synced(o) {
 		t.Error("Synced(o) = true for a watch that is not running, want false")
 	}

@@ -2,6 +2,7 @@ package copyrule
 
 import (
 	"regexp"
+	"slices"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,11 +80,13 @@ func SelectTargets(p v1alpha1.CopyRuleParameters, own string, sources []string, 
 func matcher(p v1alpha1.CopyRuleParameters) (func(Namespace) bool, error) {
 	switch {
 	case len(p.Namespaces) > 0:
-		named := make(map[string]bool, len(p.Namespaces))
-		for _, n := range p.Namespaces {
-			named[n] = true
-		}
-		return func(ns Namespace) bool { return named[ns.Name] }, nil
+		// A sorted slice, not a set: every rule keeps its matcher for the
+		// namespaces watch, and a map of ten names held about 1 KiB a rule.
+		named := slices.Compact(slices.Sorted(slices.Values(p.Namespaces)))
+		return func(ns Namespace) bool {
+			_, ok := slices.BinarySearch(named, ns.Name)
+			return ok
+		}, nil
 	case p.NamespacePattern != "":
 		re, err := regexp.Compile("^(?:" + p.NamespacePattern + ")$")
 		if err != nil {
