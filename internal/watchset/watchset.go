@@ -796,8 +796,9 @@ func slim(o any) (any, error) {
 	if !ok {
 		return o, nil
 	}
+	// A namespace's name is held once, not by each of its objects.
 	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Name: m.Name, Namespace: unique.Make(m.Namespace).Value(), UID: m.UID, ResourceVersion: m.ResourceVersion,
 	}}, nil
 }
 
