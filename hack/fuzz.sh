@@ -26,6 +26,7 @@ TARGETS="
 ./internal/controller/copyrule/             FuzzCopyContent
 ./internal/controller/copyrule/             FuzzMakePlan
 ./internal/controller/copyrule/             FuzzSummarizedPlan
+./internal/controller/copyrule/             FuzzCopyTable
 ./internal/controller/copyrule/             FuzzSourceConflicts
 ./internal/controller/copyrule/             FuzzTransform
 ./internal/controller/copyrule/             FuzzInputsDigest

@@ -59,7 +59,7 @@ func touch(ctx context.Context, t *testing.T, ns, name string) {
 	}
 }
 
-func names(l []*metav1.PartialObjectMetadata) []string {
+func names(l []*watchset.Object) []string {
 	out := make([]string, 0, len(l))
 	for _, m := range l {
 		out = append(out, m.Name)

@@ -1,7 +1,6 @@
 package watchset
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -98,7 +97,7 @@ func (s *Set) isOwnWrite(owner types.NamespacedName, k key, objs []any) bool {
 	if len(s.ownWrites) == 0 || len(objs) == 0 || len(objs) > 2 {
 		return false
 	}
-	last, ok := objs[len(objs)-1].(*metav1.PartialObjectMetadata)
+	last, ok := asObject(objs[len(objs)-1])
 	if !ok {
 		return false
 	}
@@ -109,7 +108,7 @@ func (s *Set) isOwnWrite(owner types.NamespacedName, k key, objs []any) bool {
 	}
 	from := ""
 	if len(objs) == 2 {
-		was, ok := objs[0].(*metav1.PartialObjectMetadata)
+		was, ok := asObject(objs[0])
 		if !ok {
 			return false
 		}
@@ -125,7 +124,7 @@ func (s *Set) isOwnWrite(owner types.NamespacedName, k key, objs []any) bool {
 // forgetWrite forgets any own write of the object o, which watch k saw
 // deleted: a deletion is nobody's own write.
 func (s *Set) forgetWrite(k key, o any) {
-	m, ok := o.(*metav1.PartialObjectMetadata)
+	m, ok := asObject(o)
 	if !ok {
 		return
 	}

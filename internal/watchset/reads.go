@@ -1,7 +1,6 @@
 package watchset
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -63,7 +62,7 @@ func (s *Set) hasRead(owner types.NamespacedName, k key, objs []any) bool {
 	if len(rs) == 0 || len(objs) == 0 {
 		return false
 	}
-	last, ok := objs[len(objs)-1].(*metav1.PartialObjectMetadata)
+	last, ok := asObject(objs[len(objs)-1])
 	if !ok {
 		return false
 	}

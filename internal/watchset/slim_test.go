@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 )
 
 func TestSlim(t *testing.T) {
@@ -26,10 +27,7 @@ func TestSlim(t *testing.T) {
 					Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"},
 					ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
 			},
-			want: &metav1.PartialObjectMetadata{
-				TypeMeta:   metav1.TypeMeta{Kind: "ConfigMap", APIVersion: "v1"},
-				ObjectMeta: metav1.ObjectMeta{Name: "n", Namespace: "ns", UID: "u", ResourceVersion: "7"},
-			},
+			want: &Object{Name: "n", Namespace: "ns", UID: "u", ResourceVersion: "7"},
 		},
 		"KeepingLabels": {
 			reason: "A watch that serves reads keeps labels and the deletion mark too, still no annotations or managed fields.",
@@ -39,14 +37,17 @@ func TestSlim(t *testing.T) {
 					ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m"}}},
 			},
 			keepLabels: true,
-			want: &metav1.PartialObjectMetadata{
-				ObjectMeta: metav1.ObjectMeta{Name: "n", UID: "u", ResourceVersion: "7", DeletionTimestamp: &now, Labels: map[string]string{"a": "b"}},
-			},
+			want:       &Object{Name: "n", UID: "u", ResourceVersion: "7", Deleting: true, Labels: map[string]string{"a": "b"}},
 		},
 		"Other": {
 			reason: "Anything else, such as a deletion marker, passes unchanged.",
 			in:     "tombstone",
 			want:   "tombstone",
+		},
+		"Slimmed": {
+			reason: "An object slimmed already passes unchanged: the informer may transform an object twice.",
+			in:     &Object{Name: "n", UID: "u", ResourceVersion: "7"},
+			want:   &Object{Name: "n", UID: "u", ResourceVersion: "7"},
 		},
 	}
 	for name, tc := range cases {
@@ -115,7 +116,7 @@ func TestSlimKeepingSharesLabels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return got.(*metav1.PartialObjectMetadata).Labels
+		return got.(*Object).Labels
 	}
 	a, b, c := labelsOf(obj("a", "r1")), labelsOf(obj("b", "r1")), labelsOf(obj("c", "r2"))
 	if diff := cmp.Diff(map[string]string{"rule": "r1"}, a); diff != "" {
@@ -136,5 +137,20 @@ func TestSlimKeepingSharesLabels(t *testing.T) {
 	}
 	if got := labelsOf(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x"}}); got != nil {
 		t.Errorf("slimKeeping(...) of an object without the label: got labels %v, want none", got)
+	}
+}
+
+// TestObjectIsKeyed checks that an informer's store can key and index what
+// slim keeps: its keys and namespace index read it as a metav1.Object.
+func TestObjectIsKeyed(t *testing.T) {
+	o := &Object{Name: "n", Namespace: "ns", Deleting: true}
+	if k, err := toolscache.MetaNamespaceKeyFunc(o); err != nil || k != "ns/n" {
+		t.Errorf("MetaNamespaceKeyFunc(...) = %q, %v; want \"ns/n\"", k, err)
+	}
+	if idx, err := toolscache.MetaNamespaceIndexFunc(o); err != nil || len(idx) != 1 || idx[0] != "ns" {
+		t.Errorf("MetaNamespaceIndexFunc(...) = %v, %v; want [ns]", idx, err)
+	}
+	if o.GetDeletionTimestamp() == nil {
+		t.Error("GetDeletionTimestamp() of a deleting object = nil, want a timestamp")
 	}
 }

@@ -152,8 +152,8 @@ type running struct {
 	handled toolscache.ResourceEventHandlerRegistration
 	// owners are those of a watch's own informer. names, of a group's shared
 	// informer only, are the owners of each name it serves.
-	owners map[types.NamespacedName]struct{}
-	names  map[string]map[types.NamespacedName]struct{}
+	owners *ownerSet
+	names  map[string]*ownerSet
 	// synced is set once the informer has listed (or stopped before);
 	// waiting are the owners to enqueue then (WhenSynced). Both under
 	// Set.mu.
@@ -176,9 +176,9 @@ type Set struct {
 	// every name watch of a group. named are the names of each group that
 	// watches run, while it shares none: a group is in shared or named,
 	// never both once Ensure returns.
-	watches  map[key]*running
-	shared   map[group]*running
-	named    map[group]map[string]struct{}
+	watches map[key]*running
+	shared  map[group]*running
+	named   map[group]map[string]struct{}
 	// owners are each owner's watches, as handles: many owners hold the
 	// same few keys (a rule's ten copy watches), and a key is 120 bytes.
 	owners   map[types.NamespacedName]map[unique.Handle[key]]struct{}
@@ -209,7 +209,7 @@ type Set struct {
 // would otherwise reconcile them all for every event. For an update it is
 // asked of the object before and after: either one concerning the owner is
 // enough. Objects a transform did not produce always concern it.
-type Interest func(w Watch, o *metav1.PartialObjectMetadata) bool
+type Interest func(w Watch, o *Object) bool
 
 // New returns a Set. Add it to the manager, whose Start ends its watches.
 func New(log logging.Logger) *Set {
@@ -427,7 +427,7 @@ func (s *Set) missed(owner types.NamespacedName, k key) bool {
 			version, read = rd.version, true
 		}
 	}
-	m, isMeta := o.(*metav1.PartialObjectMetadata)
+	m, isMeta := asObject(o)
 	switch {
 	case !exists:
 		// Gone since owner read it, or missing as owner found it.
@@ -455,13 +455,13 @@ func (s *Set) own(owner types.NamespacedName, k key) {
 	if g, name, ok := k.named(); ok {
 		if r, ok := s.shared[g]; ok {
 			if r.names[name] == nil {
-				r.names[name] = map[types.NamespacedName]struct{}{}
+				r.names[name] = &ownerSet{}
 			}
-			r.names[name][owner] = struct{}{}
+			r.names[name].add(owner)
 			return
 		}
 	}
-	s.watches[k].owners[owner] = struct{}{}
+	s.watches[k].owners.add(owner)
 }
 
 // serving returns the informer that serves k: its group's shared one or its
@@ -520,8 +520,8 @@ func (s *Set) OnForget(f func(types.NamespacedName)) {
 func (s *Set) release(owner types.NamespacedName, k key) {
 	if g, name, ok := k.named(); ok {
 		if r, ok := s.shared[g]; ok {
-			delete(r.names[name], owner)
-			if len(r.names[name]) == 0 {
+			r.names[name].del(owner)
+			if r.names[name].len() == 0 {
 				delete(r.names, name)
 			}
 			if len(r.names) == 0 {
@@ -535,8 +535,8 @@ func (s *Set) release(owner types.NamespacedName, k key) {
 	if !ok {
 		return
 	}
-	delete(r.owners, owner)
-	if len(r.owners) == 0 {
+	r.owners.del(owner)
+	if r.owners.len() == 0 {
 		s.stopWatch(k)
 	}
 }
@@ -547,7 +547,7 @@ func (s *Set) start(c *target.Cluster, k key) error {
 	if err != nil {
 		return err
 	}
-	r.owners = map[types.NamespacedName]struct{}{}
+	r.owners = &ownerSet{}
 	s.watches[k] = r
 	if g, name, ok := k.named(); ok {
 		if s.named[g] == nil {
@@ -577,7 +577,7 @@ func (s *Set) startShared(c *target.Cluster, g group) error {
 	if err != nil {
 		return err
 	}
-	r.names = map[string]map[types.NamespacedName]struct{}{}
+	r.names = map[string]*ownerSet{}
 	s.shared[g] = r
 	return nil
 }
@@ -755,9 +755,9 @@ func (s *Set) notifyNames(g group, h happening, objs ...any) {
 // concerned returns those of owners that an event h of w about objs
 // concerns, that did not make it themselves and, unless the object is gone,
 // have not read it as it is now; s.mu is held.
-func (s *Set) concerned(owners map[types.NamespacedName]struct{}, k key, h happening, objs []any) []types.NamespacedName {
-	out := make([]types.NamespacedName, 0, len(owners))
-	for o := range owners {
+func (s *Set) concerned(owners *ownerSet, k key, h happening, objs []any) []types.NamespacedName {
+	out := make([]types.NamespacedName, 0, owners.len())
+	for o := range owners.all() {
 		if concerns(s.interest[o], k.Watch, objs) && !s.isOwnWrite(o, k, objs) && (h == gone || !s.hasRead(o, k, objs)) {
 			out = append(out, o)
 		}
@@ -782,7 +782,7 @@ func concerns(f Interest, w Watch, objs []any) bool {
 		return true
 	}
 	for _, o := range objs {
-		m, ok := o.(*metav1.PartialObjectMetadata)
+		m, ok := asObject(o)
 		if !ok || f(w, m) {
 			return true
 		}
@@ -790,16 +790,14 @@ func concerns(f Interest, w Watch, objs []any) bool {
 	return false
 }
 
-// slim keeps of a watched object its identity and version.
+// slim keeps of a watched object its identity and version, as an Object.
 func slim(o any) (any, error) {
 	m, ok := o.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return o, nil
 	}
 	// A namespace's name is held once, not by each of its objects.
-	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{
-		Name: m.Name, Namespace: unique.Make(m.Namespace).Value(), UID: m.UID, ResourceVersion: m.ResourceVersion,
-	}}, nil
+	return &Object{Name: m.Name, Namespace: unique.Make(m.Namespace).Value(), UID: m.UID, ResourceVersion: m.ResourceVersion}, nil
 }
 
 // isKey reports whether a label selector is one bare key: "exists".
@@ -823,7 +821,7 @@ func slimKeeping(label string) toolscache.TransformFunc {
 			return o, nil
 		}
 		s, _ := slim(o)
-		out, _ := s.(*metav1.PartialObjectMetadata)
+		out, _ := s.(*Object)
 		v, ok := m.Labels[label]
 		if !ok {
 			return out, nil
@@ -854,18 +852,18 @@ func slimKeepingLabels(o any) (any, error) {
 		return o, nil
 	}
 	s, _ := slim(o)
-	out, _ := s.(*metav1.PartialObjectMetadata)
-	out.Labels, out.DeletionTimestamp = m.Labels, m.DeletionTimestamp
+	out, _ := s.(*Object)
+	out.Labels, out.Deleting = m.Labels, m.DeletionTimestamp != nil
 	return out, nil
 }
 
 func sameLabelsAndDeletion(was, is any) bool {
-	a, ok := was.(*metav1.PartialObjectMetadata)
-	b, ok2 := is.(*metav1.PartialObjectMetadata)
+	a, ok := asObject(was)
+	b, ok2 := asObject(is)
 	if !ok || !ok2 {
 		return false
 	}
-	return maps.Equal(a.Labels, b.Labels) && (a.DeletionTimestamp == nil) == (b.DeletionTimestamp == nil)
+	return maps.Equal(a.Labels, b.Labels) && a.Deleting == b.Deleting
 }
 
 // List returns the objects a running, synced watch w on cluster c holds, as
@@ -873,7 +871,7 @@ func sameLabelsAndDeletion(was, is any) bool {
 // caller reads the API server instead. The store is current up to the events
 // the watch has delivered, which are the events that enqueue its owners. A
 // name watch served by its group's shared informer lists its one object.
-func (s *Set) List(c *target.Cluster, w Watch) ([]*metav1.PartialObjectMetadata, bool) {
+func (s *Set) List(c *target.Cluster, w Watch) ([]*Object, bool) {
 	k := key{cluster: c.ID, Watch: w}
 	s.mu.Lock()
 	r, ok := s.serving(k)
@@ -892,9 +890,9 @@ func (s *Set) List(c *target.Cluster, w Watch) ([]*metav1.PartialObjectMetadata,
 	} else {
 		items = r.informer.GetStore().List()
 	}
-	out := make([]*metav1.PartialObjectMetadata, 0, len(items))
+	out := make([]*Object, 0, len(items))
 	for _, i := range items {
-		if m, ok := i.(*metav1.PartialObjectMetadata); ok {
+		if m, ok := asObject(i); ok {
 			out = append(out, m)
 		}
 	}

@@ -177,8 +177,9 @@ func TestListServesWhatTheWatchKept(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"team": "x"}, l[0].Labels); diff != "" {
 		t.Errorf("labels kept: -want +got:\n%s", diff)
 	}
-	if l[0].Annotations != nil {
-		t.Errorf("annotations kept: %v; want none", l[0].Annotations)
+	// An Object has no room for annotations: only identity, version, labels.
+	if l[0].Name != "a" || l[0].Namespace != ns || l[0].UID == "" || l[0].ResourceVersion == "" {
+		t.Errorf("List kept %+v; want the ConfigMap's identity and version", *l[0])
 	}
 	// The same watch without ReadLabels is another watch: not started, not served.
 	w.ReadLabels = false
@@ -196,7 +197,7 @@ func TestInterestNarrowsEvents(t *testing.T) {
 	w.Namespace = ns
 	picky := types.NamespacedName{Namespace: ns, Name: "picky"}
 	all := types.NamespacedName{Namespace: ns, Name: "all"}
-	s.SetInterest(picky, func(_ watchset.Watch, o *metav1.PartialObjectMetadata) bool { return o.Name == "wanted" })
+	s.SetInterest(picky, func(_ watchset.Watch, o *watchset.Object) bool { return o.Name == "wanted" })
 	for _, o := range []types.NamespacedName{picky, all} {
 		if err := s.Ensure(o, c, w); err != nil {
 			t.Fatal(err)

@@ -371,7 +371,7 @@ func interest(cr *v1alpha1.CopyRule) watchset.Interest {
 		return nil
 	}
 	srcs, own := SourceNamespaces(cr.Spec.ForProvider, cr.GetNamespace()), cr.GetNamespace()
-	return func(w watchset.Watch, o *metav1.PartialObjectMetadata) bool {
+	return func(w watchset.Watch, o *watchset.Object) bool {
 		if w != namespacesWatch {
 			return true
 		}
@@ -393,7 +393,7 @@ func (e *external) namespaces(ctx context.Context) ([]Namespace, error) {
 	}
 	out := make([]Namespace, 0, len(l))
 	for _, n := range l {
-		out = append(out, Namespace{Name: n.Name, Labels: n.Labels, Terminating: n.DeletionTimestamp != nil})
+		out = append(out, Namespace{Name: n.Name, Labels: n.Labels, Terminating: n.Deleting})
 	}
 	return out, nil
 }

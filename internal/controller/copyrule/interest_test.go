@@ -14,15 +14,15 @@ func TestInterest(t *testing.T) {
 	rule := func(p v1alpha1.CopyRuleParameters) *v1alpha1.CopyRule {
 		return &v1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "r"}, Spec: v1alpha1.CopyRuleSpec{ForProvider: p}}
 	}
-	ns := func(name string, lbls map[string]string) *metav1.PartialObjectMetadata {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls}}
+	ns := func(name string, lbls map[string]string) *watchset.Object {
+		return &watchset.Object{Name: name, Labels: lbls}
 	}
 	sources := watchset.Watch{Resource: corev1.SchemeGroupVersion.WithResource("configmaps"), Namespace: "team-a"}
 	cases := map[string]struct {
 		reason string
 		rule   *v1alpha1.CopyRule
 		w      watchset.Watch
-		o      *metav1.PartialObjectMetadata
+		o      *watchset.Object
 		want   bool
 	}{
 		"OtherWatch": {

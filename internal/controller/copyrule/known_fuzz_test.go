@@ -1,7 +1,9 @@
 package copyrule
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -84,4 +86,43 @@ func decisions(p Plan) any {
 		Intended, InSync, Skipped int
 		Problems                  any
 	}{ops, p.Intended, p.InSync, p.Skipped, p.Problems}
+}
+
+// FuzzCopyTable puts and forgets copies in a copyTable, across the size
+// where it turns from a slice into a map: it must always know what a map
+// would, and its slice must stay sorted for its searches.
+func FuzzCopyTable(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
+	f.Add(bytes.Repeat([]byte{3, 9, 27, 81, 243, 5}, 20))
+	f.Fuzz(func(t *testing.T, ops []byte) {
+		var tbl *copyTable
+		want := map[Ref]knownCopy{}
+		for i, op := range ops {
+			ref := Ref{Namespace: fmt.Sprintf("ns-%d", op%7), Name: fmt.Sprintf("c-%d", (op/7)%9)}
+			if op%5 == 0 {
+				tbl.del(ref)
+				delete(want, ref)
+				continue
+			}
+			if tbl == nil {
+				tbl = &copyTable{}
+			}
+			k := knownCopy{uid: fmt.Sprint(i), version: fmt.Sprint(op)}
+			tbl.put(ref, k)
+			want[ref] = k
+		}
+		got := tbl.clone()
+		if len(want) == 0 && len(got) == 0 {
+			return
+		}
+		if diff := cmp.Diff(want, got, cmp.AllowUnexported(knownCopy{})); diff != "" {
+			t.Errorf("copyTable knows: -want, +got:\n%s", diff)
+		}
+		if tbl.len() != len(want) {
+			t.Errorf("len() = %d, want %d", tbl.len(), len(want))
+		}
+		if !slices.IsSortedFunc(tbl.few, func(a, b knownEntry) int { return compareRefs(a, b.ref) }) {
+			t.Errorf("the slice is not sorted: %v", tbl.few)
+		}
+	})
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -78,7 +77,7 @@ func versionsOf(objs []Object) []Version {
 }
 
 // metaVersions are the versions of objects a watch holds.
-func metaVersions(ms []*metav1.PartialObjectMetadata) []Version {
+func metaVersions(ms []*watchset.Object) []Version {
 	out := make([]Version, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, Version{m.Namespace, m.Name, string(m.UID), m.ResourceVersion})

@@ -82,7 +82,9 @@ func matcher(p v1alpha1.CopyRuleParameters) (func(Namespace) bool, error) {
 	case len(p.Namespaces) > 0:
 		// A sorted slice, not a set: every rule keeps its matcher for the
 		// namespaces watch, and a map of ten names held about 1 KiB a rule.
-		named := slices.Compact(slices.Sorted(slices.Values(p.Namespaces)))
+		named := slices.Clone(p.Namespaces)
+		slices.Sort(named)
+		named = slices.Clip(slices.Compact(named))
 		return func(ns Namespace) bool {
 			_, ok := slices.BinarySearch(named, ns.Name)
 			return ok
