@@ -161,12 +161,7 @@ func (c *knownCopies) of(rule types.UID) map[Ref]knownCopy {
 
 // set makes copies all that is known of rule's copies.
 func (c *knownCopies) set(rule Owner, copies []Object) {
-	m := &copyTable{}
-	for _, o := range copies {
-		if k, ok := summarize(o); ok {
-			m.put(Ref{o.Namespace, o.Name}, k)
-		}
-	}
+	m := newCopyTable(copies)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if m.len() == 0 {
@@ -232,6 +227,37 @@ func compareRefs(a knownEntry, b Ref) int {
 	return cmp.Or(cmp.Compare(a.ref.Namespace, b.Namespace), cmp.Compare(a.ref.Name, b.Name))
 }
 
+// newCopyTable is a table of what is known of copies.
+func newCopyTable(copies []Object) *copyTable {
+	t := &copyTable{}
+	if len(copies) > fewCopies {
+		t.many = make(map[Ref]knownCopy, len(copies))
+		for _, o := range copies {
+			if k, ok := summarize(o); ok {
+				t.many[Ref{o.Namespace, o.Name}] = k
+			}
+		}
+		return t
+	}
+	few := make([]knownEntry, 0, len(copies))
+	for _, o := range copies {
+		if k, ok := summarize(o); ok {
+			few = append(few, knownEntry{Ref{o.Namespace, o.Name}, k})
+		}
+	}
+	slices.SortStableFunc(few, func(a, b knownEntry) int { return compareRefs(a, b.ref) })
+	// The last of a ref wins, as it would in a map.
+	out := few[:0]
+	for i, e := range few {
+		if i+1 < len(few) && few[i+1].ref == e.ref {
+			continue
+		}
+		out = append(out, e)
+	}
+	t.few = slices.Clip(out)
+	return t
+}
+
 func (t *copyTable) len() int {
 	if t == nil {
 		return 0
@@ -250,7 +276,13 @@ func (t *copyTable) put(ref Ref, k knownCopy) {
 		return
 	}
 	if len(t.few) < fewCopies {
-		t.few = slices.Insert(t.few, i, knownEntry{ref, k})
+		// Grown by one, not doubled as append would: most rules' copies are
+		// all written once, and a slice of 16 for 10 held as much as the map.
+		few := make([]knownEntry, len(t.few)+1)
+		copy(few, t.few[:i])
+		few[i] = knownEntry{ref, k}
+		copy(few[i+1:], t.few[i:])
+		t.few = few
 		return
 	}
 	t.many = make(map[Ref]knownCopy, len(t.few)+1)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -123,6 +124,27 @@ func FuzzCopyTable(f *testing.F) {
 		}
 		if !slices.IsSortedFunc(tbl.few, func(a, b knownEntry) int { return compareRefs(a, b.ref) }) {
 			t.Errorf("the slice is not sorted: %v", tbl.few)
+		}
+		// Made from a list, repeats and all: the last of each ref wins.
+		sum := Summary{Content: Hash(Object{}), Marks: marks(nil)}
+		listed, wantUIDs := []Object{}, map[Ref]string{}
+		for i, op := range ops {
+			o := Object{Summary: &sum}
+			o.Namespace, o.Name = fmt.Sprintf("ns-%d", op%7), fmt.Sprintf("c-%d", (op/7)%9)
+			o.UID, o.ResourceVersion = types.UID(fmt.Sprint(i)), "1"
+			listed = append(listed, o)
+			wantUIDs[Ref{o.Namespace, o.Name}] = string(o.UID)
+		}
+		made := newCopyTable(listed)
+		gotUIDs := map[Ref]string{}
+		for ref, k := range made.clone() {
+			gotUIDs[ref] = k.uid
+		}
+		if diff := cmp.Diff(wantUIDs, gotUIDs, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("newCopyTable(...) knows: -want, +got:\n%s", diff)
+		}
+		if !slices.IsSortedFunc(made.few, func(a, b knownEntry) int { return compareRefs(a, b.ref) }) {
+			t.Errorf("newCopyTable(...): the slice is not sorted: %v", made.few)
 		}
 	})
 }
