@@ -10,6 +10,7 @@ package urgency
 import (
 	"context"
 	"sync"
+	"time"
 
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
@@ -75,14 +76,17 @@ func (q urgentQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Reques
 	if o.Priority == nil {
 		p := priority
 		o.Priority = &p
+		now := time.Now()
 		for _, r := range rs {
-			pending.Store(r, struct{}{})
+			// The first add is when the change was heard: later ones join it.
+			pending.LoadOrStore(r, now)
 		}
 	}
 	q.PriorityQueue.AddWithOpts(o, rs...)
 }
 
-// pending are the requests added as urgent and not reconciled since. Keyed
+// pending are the requests added as urgent and not reconciled since, with
+// when each was first added. Keyed
 // by request alone, a resource of another kind with the same namespace and
 // name may skip the limiter once too: harmless.
 var pending sync.Map
@@ -126,7 +130,12 @@ type limited struct {
 }
 
 func (l *limited) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if _, ok := pending.LoadAndDelete(req); ok {
+	if added, ok := pending.LoadAndDelete(req); ok {
+		start := time.Now()
+		if t, ok := added.(time.Time); ok {
+			urgentWait.WithLabelValues(l.name).Observe(start.Sub(t).Seconds())
+		}
+		defer func() { urgentReconcile.WithLabelValues(l.name).Observe(time.Since(start).Seconds()) }()
 		return l.inner.Reconcile(WithUrgent(ctx), req)
 	}
 	item := l.name + req.String()

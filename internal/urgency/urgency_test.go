@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -240,4 +243,43 @@ func FuzzConverged(f *testing.F) {
 			t.Errorf("Converged(gen %d, synced %q at %d, ready %q, deleting %t) = %t, want %t", gen, status(synced), syncedGen, status(ready), deleting, got, want)
 		}
 	})
+}
+
+// TestLimitedTimesUrgent: an urgent reconcile records how long its request
+// waited from its first add, and how long it ran; a routine one neither.
+func TestLimitedTimesUrgent(t *testing.T) {
+	count := func(h *prometheus.HistogramVec) (uint64, float64) {
+		t.Helper()
+		m := &dto.Metric{}
+		if err := h.WithLabelValues("timed").(prometheus.Metric).Write(m); err != nil {
+			t.Fatal(err)
+		}
+		return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+	}
+	inner := reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		time.Sleep(20 * time.Millisecond)
+		return reconcile.Result{}, nil
+	})
+	r := Limited("timed", inner, workqueue.NewTypedMaxOfRateLimiter[string](), nil)
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "timed"}}
+	q := priorityqueue.New[reconcile.Request]("timed")
+	defer q.ShutDown()
+	Queue(q).Add(req)
+	time.Sleep(30 * time.Millisecond)
+	Queue(q).Add(req) // Joins the first: the wait counts from it.
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if n, sum := count(urgentWait); n != 1 || sum < 0.03 {
+		t.Errorf("urgent wait: %d observations, %.3f s; want 1 of at least 0.03 s", n, sum)
+	}
+	if n, sum := count(urgentReconcile); n != 1 || sum < 0.02 {
+		t.Errorf("urgent reconcile: %d observations, %.3f s; want 1 of at least 0.02 s", n, sum)
+	}
+	if _, err := r.Reconcile(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := count(urgentReconcile); n != 1 {
+		t.Errorf("a routine reconcile was timed as urgent: %d observations", n)
+	}
 }

@@ -6,9 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -106,6 +109,10 @@ type fleetResult struct {
 	Cores         int                `json:",omitempty"`
 
 	DuringMs, AfterMs []float64 // event → action, while converging and after
+	// Urgent is what the provider's urgent reconciles (those a change
+	// caused: the probes' and any other) took while the fleet converged: the
+	// wait for a worker and the reconcile itself, from its histograms.
+	Urgent *urgentTimes `json:",omitempty"`
 
 	// The probes' reactions while the fleet converged, and what one reaction
 	// cost once it was idle: reconciles, requests and writes, subtracted from
@@ -512,6 +519,9 @@ func BenchmarkFleet(b *testing.B) {
 	close(converged)
 	probing.Wait()
 	r.DuringMs = during
+	if m, err := fleetScrape(); err == nil {
+		r.Urgent = urgentBetween(base, m)
+	}
 	if profileDir != "" {
 		if err := <-profiled; err != nil {
 			b.Log("profile:", err)
@@ -700,6 +710,76 @@ type fleetMetrics struct {
 	heap, rss, goroutines, reconciles, watches, depth float64
 	requests                                          map[string]float64 // "verb resource"
 	reconcilesBy                                      map[string]float64 // "controller result"
+	// urgentWait and urgentReconcile are the provider's urgency histograms,
+	// every controller's together.
+	urgentWait, urgentReconcile histogram
+}
+
+// histogram is a Prometheus histogram's cumulative counts by upper bound.
+type histogram map[float64]float64
+
+func histogramOf(f families, name string) histogram {
+	out := histogram{}
+	mf, ok := f[name]
+	if !ok {
+		return out
+	}
+	for _, m := range mf.GetMetric() {
+		for _, b := range m.GetHistogram().GetBucket() {
+			out[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+		}
+		out[math.Inf(1)] += float64(m.GetHistogram().GetSampleCount())
+	}
+	return out
+}
+
+// since is what h counted after was.
+func (h histogram) since(was histogram) histogram {
+	out := histogram{}
+	for le, n := range h {
+		out[le] = n - was[le]
+	}
+	return out
+}
+
+func (h histogram) count() float64 { return h[math.Inf(1)] }
+
+// quantile estimates the q-quantile in milliseconds, linearly within its
+// bucket, as Prometheus' histogram_quantile does; the last finite bound when
+// it lies beyond.
+func (h histogram) quantile(q float64) float64 {
+	les := slices.Sorted(maps.Keys(h))
+	total := h.count()
+	if total == 0 {
+		return 0
+	}
+	rank, lower, below := q*total, 0.0, 0.0
+	for _, le := range les {
+		if h[le] >= rank {
+			if math.IsInf(le, 1) {
+				return lower * 1000
+			}
+			return (lower + (le-lower)*(rank-below)/max(h[le]-below, 1)) * 1000
+		}
+		lower, below = le, h[le]
+	}
+	return lower * 1000
+}
+
+// urgentTimes are quantiles of the provider's urgent reconciles, in ms.
+type urgentTimes struct {
+	Count                          float64
+	WaitP50Ms, WaitP99Ms           float64
+	ReconcileP50Ms, ReconcileP99Ms float64
+}
+
+func urgentBetween(was, is fleetMetrics) *urgentTimes {
+	w, r := is.urgentWait.since(was.urgentWait), is.urgentReconcile.since(was.urgentReconcile)
+	if w.count() == 0 {
+		return nil
+	}
+	return &urgentTimes{Count: w.count(), WaitP50Ms: w.quantile(0.5), WaitP99Ms: w.quantile(0.99),
+		ReconcileP50Ms: r.quantile(0.5), ReconcileP99Ms: r.quantile(0.99)}
 }
 
 func (m fleetMetrics) total() float64 {
@@ -730,13 +810,15 @@ func fleetScrape() (fleetMetrics, error) {
 		return fleetMetrics{}, err
 	}
 	out := fleetMetrics{
-		goroutines:   m.sum("go_goroutines", nil),
-		reconciles:   m.sum("controller_runtime_reconcile_total", nil),
-		watches:      m.sum("clusterops_api_watches", nil),
-		depth:        m.sum("workqueue_depth", nil),
-		heap:         m.sum("go_memstats_heap_alloc_bytes", nil),
-		requests:     map[string]float64{},
-		reconcilesBy: map[string]float64{},
+		goroutines:      m.sum("go_goroutines", nil),
+		reconciles:      m.sum("controller_runtime_reconcile_total", nil),
+		watches:         m.sum("clusterops_api_watches", nil),
+		depth:           m.sum("workqueue_depth", nil),
+		heap:            m.sum("go_memstats_heap_alloc_bytes", nil),
+		requests:        map[string]float64{},
+		reconcilesBy:    map[string]float64{},
+		urgentWait:      histogramOf(m, "clusterops_urgent_wait_seconds"),
+		urgentReconcile: histogramOf(m, "clusterops_urgent_reconcile_seconds"),
 	}
 	if mf, ok := m["controller_runtime_reconcile_total"]; ok {
 		for _, s := range mf.GetMetric() {
