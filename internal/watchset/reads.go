@@ -55,22 +55,37 @@ type read struct {
 	version string
 }
 
-// hasRead reports whether owner read the object of an event of watch k
-// about objs at the version the event shows it at; s.mu is held.
-func (s *Set) hasRead(owner types.NamespacedName, k key, objs []any) bool {
+// A readState is how an owner read the object of an event.
+type readState int
+
+const (
+	// notRead: the owner has no read of it.
+	notRead readState = iota
+	// readAsIs: the owner read it at the version the event shows.
+	readAsIs
+	// readBefore: the owner read it at another version.
+	readBefore
+)
+
+// readOf tells how owner read the object of an event of watch k about objs,
+// against the version the event shows it at; s.mu is held.
+func (s *Set) readOf(owner types.NamespacedName, k key, objs []any) readState {
 	rs := s.reads[owner]
 	if len(rs) == 0 || len(objs) == 0 {
-		return false
+		return notRead
 	}
 	last, ok := asObject(objs[len(objs)-1])
 	if !ok {
-		return false
+		return notRead
 	}
 	o := object{cluster: k.cluster, resource: k.Resource, namespace: last.Namespace, name: last.Name}
 	for _, r := range rs {
 		if r.object == o {
-			return r.version == last.ResourceVersion
+			if r.version == last.ResourceVersion {
+				return readAsIs
+			}
+			return readBefore
 		}
 	}
-	return false
+	return notRead
 }

@@ -722,12 +722,12 @@ func (s *Set) WhenSynced(owner types.NamespacedName) bool {
 // notify enqueues every owner of k that objs concern.
 func (s *Set) notify(k key, h happening, objs ...any) {
 	s.mu.Lock()
-	var owners []types.NamespacedName
+	var notices []notice
 	if r, ok := s.watches[k]; ok {
-		owners = s.concerned(r.owners, k, h, objs)
+		notices = s.concerned(r.owners, k, h, objs)
 	}
 	s.mu.Unlock()
-	s.enqueue(owners, h == listed)
+	s.send(notices)
 }
 
 // notifyNames enqueues the owners in g of the value (name or label) of the
@@ -742,39 +742,64 @@ func (s *Set) notifyNames(g group, h happening, objs ...any) {
 		}
 	}
 	s.mu.Lock()
-	var owners []types.NamespacedName
+	var notices []notice
 	if r, ok := s.shared[g]; ok {
 		for _, v := range values {
-			owners = append(owners, s.concerned(r.names[v], g.watch(v), h, objs)...)
+			notices = append(notices, s.concerned(r.names[v], g.watch(v), h, objs)...)
 		}
 	}
 	s.mu.Unlock()
-	s.enqueue(owners, h == listed)
+	s.send(notices)
 }
 
-// concerned returns those of owners that an event h of w about objs
-// concerns, that did not make it themselves and, unless the object is gone,
-// have not read it as it is now; s.mu is held.
-func (s *Set) concerned(owners *ownerSet, k key, h happening, objs []any) []types.NamespacedName {
-	out := make([]types.NamespacedName, 0, owners.len())
+// concerned returns notices for those of owners that an event h of w about
+// objs concerns, that did not make it themselves and, unless the object is
+// gone, have not read it as it is now; s.mu is held.
+//
+// A watch's initial list is routine, but not where it shows an object at
+// another version than its owner read: that is a change the owner has not
+// seen, made while the watch started (as when a namespace's name watches
+// coalesce into one, whose list then carries a change made in between), and
+// as urgent as any other. Ranked with the list, such a change waited behind
+// a converging fleet's backlog: 7.6 and 8.8 s for one of 17 probes of 1,000
+// ConfigRollouts spread over 100 namespaces, against at most 1.4 s before.
+func (s *Set) concerned(owners *ownerSet, k key, h happening, objs []any) []notice {
+	out := make([]notice, 0, owners.len())
 	for o := range owners.all() {
-		if concerns(s.interest[o], k.Watch, objs) && !s.isOwnWrite(o, k, objs) && (h == gone || !s.hasRead(o, k, objs)) {
-			out = append(out, o)
+		if !concerns(s.interest[o], k.Watch, objs) || s.isOwnWrite(o, k, objs) {
+			continue
 		}
+		read := notRead
+		if h != gone {
+			read = s.readOf(o, k, objs)
+		}
+		if read == readAsIs {
+			continue
+		}
+		out = append(out, notice{owner: o, listed: h == listed && read == notRead})
 	}
 	return out
 }
 
-// enqueue sends a request for each owner, without s.mu: the channel may be
-// full while the controller catches up.
-func (s *Set) enqueue(owners []types.NamespacedName, listed bool) {
-	for _, o := range owners {
+// send sends notices, without s.mu: the channel may be full while the
+// controller catches up.
+func (s *Set) send(notices []notice) {
+	for _, n := range notices {
 		select {
-		case s.events <- event.TypedGenericEvent[notice]{Object: notice{owner: o, listed: listed}}:
+		case s.events <- event.TypedGenericEvent[notice]{Object: n}:
 		case <-s.ctx.Done():
 			return
 		}
 	}
+}
+
+// enqueue sends a request for each owner, routine (listed) or urgent.
+func (s *Set) enqueue(owners []types.NamespacedName, listed bool) {
+	notices := make([]notice, 0, len(owners))
+	for _, o := range owners {
+		notices = append(notices, notice{owner: o, listed: listed})
+	}
+	s.send(notices)
 }
 
 func concerns(f Interest, w Watch, objs []any) bool {
