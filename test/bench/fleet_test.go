@@ -726,7 +726,10 @@ func histogramOf(f families, name string) histogram {
 	}
 	for _, m := range mf.GetMetric() {
 		for _, b := range m.GetHistogram().GetBucket() {
-			out[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+			// The text format lists +Inf as a bucket; the count stands for it.
+			if !math.IsInf(b.GetUpperBound(), 1) {
+				out[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+			}
 		}
 		out[math.Inf(1)] += float64(m.GetHistogram().GetSampleCount())
 	}
