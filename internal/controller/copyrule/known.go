@@ -43,8 +43,8 @@ type knownCopies struct {
 
 // resumeState is how a rule's reconciles since the provider started decided.
 type resumeState struct {
-	// waits counts the reconciles that waited for its watches.
-	waits int
+	// waiting is when it first waited for its watches.
+	waiting time.Time
 	// decided: by reading, or from its digest. Reconciles until until may
 	// decide from its digest again, for events of the watches it resumed
 	// from that reached it late; its polls, later, read.
@@ -91,18 +91,20 @@ func (c *knownCopies) resuming(rule types.UID, now time.Time) bool {
 	return !st.decided || now.Before(st.until)
 }
 
-// waited counts one more wait of rule for its watches; false when it waited
-// as often as it may.
-func (c *knownCopies) waited(rule types.UID) bool {
+// waited reports whether rule may wait for its watches at now: it has not
+// decided, and first waited less than maxResumeWait before.
+func (c *knownCopies) waited(rule types.UID, now time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	st := c.resumes[rule]
-	if st.decided || st.waits >= maxResumeWaits {
+	if st.decided {
 		return false
 	}
-	st.waits++
-	c.resumes[rule] = st
-	return true
+	if st.waiting.IsZero() {
+		st.waiting = now
+		c.resumes[rule] = st
+	}
+	return now.Before(st.waiting.Add(maxResumeWait))
 }
 
 // resumed records that rule decided: from its digest, trusted again until

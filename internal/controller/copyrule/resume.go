@@ -26,10 +26,14 @@ import (
 // hold: the same versions of the same objects, the same targets and the same
 // spec make the same plan, which was to write nothing.
 
-// maxResumeWaits bounds how often a rule's first reconcile waits for its
+// maxResumeWait bounds how long a rule's first reconciles wait for its
 // watches to sync: a watch that never does (it may be refused) must not keep
-// the rule from reading.
-const maxResumeWaits = 3
+// the rule from reading. A bound on time, not on the reconciles that waited:
+// each of a rule's watches enqueues it once synced, and its first list's
+// events and the rule's own may too, so a rule waiting for three watches
+// under load was reconciled a fourth time before they synced, and read
+// everything (a bound of three waits failed the restart test in CI).
+const maxResumeWait = time.Minute
 
 // A Version is an object as a digest knows it: which object and which
 // version of it. Any write changes the version.
@@ -199,7 +203,7 @@ func (e *external) resume(cr *v1alpha1.CopyRule, src *target.Cluster, srcNSs []s
 	if err := e.watch(cr, nil); err != nil {
 		return readAll, err
 	}
-	if !e.watches.WhenSynced(own) && e.known.waited(uid) {
+	if !e.watches.WhenSynced(own) && e.known.waited(uid, e.now()) {
 		return waitForWatches, nil
 	}
 	sources, ok := e.heldSources(src, cr.Spec.ForProvider, srcNSs)
