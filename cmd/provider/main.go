@@ -29,6 +29,7 @@ type options struct {
 	sync                     time.Duration
 	maxReconcileRate         int
 	maxRoutineRequests       int
+	quietRoutineRequests     int
 	clientQPS                float64
 	leaderElection           bool
 	enableManagementPolicies bool
@@ -61,6 +62,7 @@ func parse(args []string) (options, error) {
 	// heard meanwhile for seconds behind the queued routine requests.
 	fs.Float64Var(&o.clientQPS, "client-qps", 0, "Requests per second each API client may send per resource (with twice that burst); routine requests wait for it, those of reconciles a change in the cluster caused, watches and lease renewals go first. 0 means no client-side limit: the API server's priority and fairness and --max-routine-requests bound the load.")
 	fs.IntVar(&o.maxRoutineRequests, "max-routine-requests", provider.DefaultMaxRoutineRequests, "Routine requests (new resources, polls, resyncs, a restart's checks) the provider keeps in flight to the API server; requests of reconciles that a change in the cluster caused skip this bound, so that they do not queue behind a converging fleet. 0 means no bound.")
+	fs.IntVar(&o.quietRoutineRequests, "quiet-routine-requests", provider.DefaultQuietRoutineRequests, "Routine requests the provider keeps in flight while a reconcile that a change in the cluster caused runs, so that its requests share the API server with fewer routine ones. 0, or a value not below --max-routine-requests, keeps --max-routine-requests throughout.")
 	fs.BoolVar(&o.leaderElection, "leader-election", false, "Elect a leader so that only one replica reconciles.")
 	fs.BoolVar(&o.enableManagementPolicies, "enable-management-policies", true, "Honour spec.managementPolicies of managed resources.")
 	fs.BoolVar(&o.safeStart, "safe-start", true, "Start each kind's controller only once its CRD is installed (Crossplane safe-start).")
@@ -86,8 +88,8 @@ func parse(args []string) (options, error) {
 	if o.poll <= 0 || o.sync <= 0 || o.maxReconcileRate <= 0 {
 		return o, errors.New("--poll, --sync and --max-reconcile-rate must be positive")
 	}
-	if o.maxRoutineRequests < 0 {
-		return o, errors.New("--max-routine-requests must not be negative")
+	if o.maxRoutineRequests < 0 || o.quietRoutineRequests < 0 {
+		return o, errors.New("--max-routine-requests and --quiet-routine-requests must not be negative")
 	}
 	if o.clientQPS < 0 {
 		return o, errors.New("--client-qps must not be negative")
@@ -149,24 +151,25 @@ func run(o options) error {
 // providerOptions are what the flags o say to build the provider with.
 func providerOptions(o options, cfg *rest.Config, log logging.Logger) provider.Options {
 	po := provider.Options{
-		Config:             cfg,
-		Logger:             log,
-		Namespace:          o.namespace,
-		MaxReconcileRate:   o.maxReconcileRate,
-		MaxRoutineRequests: o.maxRoutineRequests,
-		ClientQPS:          float32(o.clientQPS),
-		Poll:               o.poll,
-		PollJitter:         float64(o.pollJitter) / 100,
-		Sync:               o.sync,
-		ManagementPolicies: o.enableManagementPolicies,
-		SafeStart:          o.safeStart,
-		MetricsAddr:        o.metricsAddr,
-		HealthAddr:         o.healthAddr,
-		PprofAddr:          o.pprofAddr,
-		LeaderElection:     o.leaderElection,
-		LeaseDuration:      o.leaseDuration,
-		RenewDeadline:      o.renewDeadline,
-		RetryPeriod:        o.retryPeriod,
+		Config:               cfg,
+		Logger:               log,
+		Namespace:            o.namespace,
+		MaxReconcileRate:     o.maxReconcileRate,
+		MaxRoutineRequests:   o.maxRoutineRequests,
+		QuietRoutineRequests: o.quietRoutineRequests,
+		ClientQPS:            float32(o.clientQPS),
+		Poll:                 o.poll,
+		PollJitter:           float64(o.pollJitter) / 100,
+		Sync:                 o.sync,
+		ManagementPolicies:   o.enableManagementPolicies,
+		SafeStart:            o.safeStart,
+		MetricsAddr:          o.metricsAddr,
+		HealthAddr:           o.healthAddr,
+		PprofAddr:            o.pprofAddr,
+		LeaderElection:       o.leaderElection,
+		LeaseDuration:        o.leaseDuration,
+		RenewDeadline:        o.renewDeadline,
+		RetryPeriod:          o.retryPeriod,
 	}
 	if o.enableChangeLogs {
 		po.ChangeLogSocket, po.ChangeLogProvider = o.changeLogsSocketPath, "provider-clusterops:"+version.Version

@@ -85,6 +85,13 @@ type Options struct {
 	// DefaultMaxRoutineRequests.
 	MaxRoutineRequests int
 
+	// QuietRoutineRequests bounds them instead while a reconcile that a
+	// change caused runs, so that its requests share the API server with
+	// fewer routine ones (urgency.Gate). 0, or not below
+	// MaxRoutineRequests, keeps MaxRoutineRequests throughout;
+	// cmd/provider's default is DefaultQuietRoutineRequests.
+	QuietRoutineRequests int
+
 	// Poll is the safety-net interval at which each managed resource is
 	// checked; PollJitter spreads it by up to this fraction either way.
 	Poll       time.Duration
@@ -156,6 +163,9 @@ func Scheme() (*kruntime.Scheme, error) {
 // fleet's converge as fast as the API server takes it on 2 cores.
 const DefaultMaxRoutineRequests = 32
 
+// DefaultQuietRoutineRequests is --quiet-routine-requests' default.
+const DefaultQuietRoutineRequests = 8
+
 // New builds the provider o describes. Start runs it.
 func New(o Options) (*Provider, error) { //nolint:gocyclo // A list of steps.
 	if o.Config == nil {
@@ -184,7 +194,7 @@ func New(o Options) (*Provider, error) { //nolint:gocyclo // A list of steps.
 	if err := apimetrics.Register(reg); err != nil {
 		return nil, err
 	}
-	if err := urgency.Gate(cfg, o.MaxRoutineRequests, reg); err != nil {
+	if err := urgency.Gate(cfg, o.MaxRoutineRequests, o.QuietRoutineRequests, reg); err != nil {
 		return nil, err
 	}
 	local := rest.CopyConfig(cfg)

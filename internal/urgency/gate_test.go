@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestGate(t *testing.T) {
 	defer srv.Close()
 
 	cfg := &rest.Config{Host: srv.URL}
-	if err := Gate(cfg, 2, prometheus.NewRegistry()); err != nil {
+	if err := Gate(cfg, 2, 0, prometheus.NewRegistry()); err != nil {
 		t.Fatal(err)
 	}
 	hc, err := rest.HTTPClientFor(cfg)
@@ -130,5 +131,112 @@ func TestLimitedMarksUrgent(t *testing.T) {
 	}
 	if len(got) != 1 || !got[0] {
 		t.Errorf("urgent reconcile's context IsUrgent: got %v, want [true]", got)
+	}
+}
+
+// TestGateQuietsWhileUrgent runs a real client against a server that holds
+// requests until released: while an urgent reconcile runs, routine requests
+// are let in only once those in flight are down to the quiet bound, and the
+// full bound is back once it ends.
+func TestGateQuietsWhileUrgent(t *testing.T) {
+	var mu sync.Mutex
+	holds := map[string]chan struct{}{}
+	hold := func(id string) chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if holds[id] == nil {
+			holds[id] = make(chan struct{})
+		}
+		return holds[id]
+	}
+	var inFlight atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		inFlight.Add(1)
+		defer inFlight.Add(-1)
+		if id := r.URL.Query().Get("hold"); id != "" {
+			<-hold(id)
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	// Before the server closes, which waits for every request it holds.
+	defer func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range holds {
+			select {
+			case <-c:
+			default:
+				close(c)
+			}
+		}
+	}()
+
+	cfg := &rest.Config{Host: srv.URL}
+	if err := Gate(cfg, 4, 1, prometheus.NewRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(id string) chan error {
+		done := make(chan error, 1)
+		go func() {
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, srv.URL+"/api/v1/namespaces/a/configmaps/c?hold="+id, nil)
+			resp, err := hc.Do(req)
+			if err == nil {
+				err = resp.Body.Close()
+			}
+			done <- err
+		}()
+		return done
+	}
+	finished := func(done chan error) bool {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Error(err)
+			}
+			return true
+		default:
+			return false
+		}
+	}
+
+	held := map[string]chan error{}
+	for _, id := range []string{"a", "b", "c", "d"} {
+		held[id] = get(id)
+	}
+	waitFor(t, func() bool { return inFlight.Load() == 4 })
+
+	end := beginUrgent()
+	next := get("next")
+	// Two of four done: the quiet bound of one is still exceeded.
+	close(hold("a"))
+	close(hold("b"))
+	waitFor(t, func() bool { return finished(held["a"]) && finished(held["b"]) })
+	time.Sleep(50 * time.Millisecond)
+	if n := inFlight.Load(); n != 2 {
+		t.Fatalf("in flight while urgent with two routine requests left: %d, want 2: a routine request was let in above the quiet bound", n)
+	}
+	close(hold("c"))
+	waitFor(t, func() bool { return finished(held["c"]) })
+	time.Sleep(50 * time.Millisecond)
+	if n := inFlight.Load(); n != 1 {
+		t.Fatalf("in flight while urgent at the quiet bound: %d, want 1", n)
+	}
+	close(hold("d"))
+	waitFor(t, func() bool { return finished(held["d"]) && inFlight.Load() == 1 })
+	// The waiting request is in, alone: held by "next".
+
+	end()
+	more := []chan error{get("more"), get("more"), get("more")}
+	waitFor(t, func() bool { return inFlight.Load() == 4 })
+	close(hold("next"))
+	close(hold("more"))
+	waitFor(t, func() bool { return finished(next) })
+	for _, d := range more {
+		waitFor(t, func() bool { return finished(d) })
 	}
 }

@@ -136,6 +136,7 @@ func (l *limited) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 			urgentWait.WithLabelValues(l.name).Observe(start.Sub(t).Seconds())
 		}
 		defer func() { urgentReconcile.WithLabelValues(l.name).Observe(time.Since(start).Seconds()) }()
+		defer beginUrgent()()
 		return l.inner.Reconcile(WithUrgent(ctx), req)
 	}
 	item := l.name + req.String()
