@@ -69,7 +69,7 @@ func IsUrgent(ctx context.Context) bool {
 
 var waiting = prometheus.NewGauge(prometheus.GaugeOpts{
 	Name: "clusterops_api_routine_requests_waiting",
-	Help: "Routine API requests (new resources, polls, resyncs) held by the provider because --max-routine-requests are in flight; requests of reconciles a change caused never wait here.",
+	Help: "Routine API requests (new resources, polls, resyncs) held by the provider because --max-routine-requests are in flight, or --quiet-routine-requests while a reconcile a change caused runs; requests of reconciles a change caused never wait here.",
 })
 
 // Gate keeps at most n routine requests of every client built from cfg, or
