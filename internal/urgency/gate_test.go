@@ -61,14 +61,7 @@ func TestGate(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	cfg := &rest.Config{Host: srv.URL}
-	if err := Gate(cfg, 2, 0, prometheus.NewRegistry()); err != nil {
-		t.Fatal(err)
-	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc := gatedClient(t, srv.URL, 2, 0)
 	get := func(ctx context.Context, hold bool) error {
 		u := srv.URL + "/api/v1/namespaces/a/configmaps/c"
 		if hold {
@@ -106,6 +99,20 @@ func TestGate(t *testing.T) {
 	if m := most.Load(); m != 3 {
 		t.Errorf("most requests in flight = %d, want 3: the bound of 2, plus the urgent one", m)
 	}
+}
+
+// gatedClient is an HTTP client for url behind a Gate of n and quiet.
+func gatedClient(t *testing.T, url string, n, quiet int) *http.Client {
+	t.Helper()
+	cfg := &rest.Config{Host: url}
+	if err := Gate(cfg, n, quiet, prometheus.NewRegistry()); err != nil {
+		t.Fatal(err)
+	}
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hc
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -172,14 +179,7 @@ func TestGateQuietsWhileUrgent(t *testing.T) {
 		}
 	}()
 
-	cfg := &rest.Config{Host: srv.URL}
-	if err := Gate(cfg, 4, 1, prometheus.NewRegistry()); err != nil {
-		t.Fatal(err)
-	}
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hc := gatedClient(t, srv.URL, 4, 1)
 	get := func(id string) chan error {
 		done := make(chan error, 1)
 		go func() {
