@@ -215,7 +215,9 @@ func TestGateQuietsWhileUrgent(t *testing.T) {
 	// Two of four done: the quiet bound of one is still exceeded.
 	close(hold("a"))
 	close(hold("b"))
-	waitFor(t, func() bool { return finished(held["a"]) && finished(held["b"]) })
+	// finished takes the result: each is waited for on its own.
+	waitFor(t, func() bool { return finished(held["a"]) })
+	waitFor(t, func() bool { return finished(held["b"]) })
 	time.Sleep(50 * time.Millisecond)
 	if n := inFlight.Load(); n != 2 {
 		t.Fatalf("in flight while urgent with two routine requests left: %d, want 2: a routine request was let in above the quiet bound", n)
@@ -227,7 +229,8 @@ func TestGateQuietsWhileUrgent(t *testing.T) {
 		t.Fatalf("in flight while urgent at the quiet bound: %d, want 1", n)
 	}
 	close(hold("d"))
-	waitFor(t, func() bool { return finished(held["d"]) && inFlight.Load() == 1 })
+	waitFor(t, func() bool { return finished(held["d"]) })
+	waitFor(t, func() bool { return inFlight.Load() == 1 })
 	// The waiting request is in, alone: held by "next".
 
 	end()
