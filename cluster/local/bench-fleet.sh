@@ -15,7 +15,8 @@
 # minutes a scenario, the provider at least as long, and its restart is measured too.
 # FLEET_KINDS, FLEET_SIZES (and FLEET_SIZES_PODS for the two kinds with pods) and
 # FLEET_LAYOUTS narrow the run; FLEET_REPORT_ONLY=1 only writes the report again.
-# FLEET_RESULTS writes the results elsewhere (a profiling run's: FLEET_PROFILE=<dir> saves the
+# FLEET_RESULTS writes the results elsewhere (a profiling run's: FLEET_PROFILE=<dir> saves the API
+# server's CPU profiles of the floor and the converge, the
 # provider's CPU profile of the converge and its heap after; FLEET_PROFILE_SECONDS, default 60).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

@@ -396,9 +396,22 @@ func BenchmarkFleet(b *testing.B) {
 	floorSeen := make(chan error, 1)
 	go func() { floorSeen <- awaitReady(ctx, anyNS, n, 60*time.Minute, k.list()) }()
 	var floorWrites atomic.Int64
+	// FLEET_PROFILE names a directory for CPU profiles of the API server in
+	// both phases and of the provider while it converges (their first
+	// FLEET_PROFILE_SECONDS, default 60), and the provider's heap once
+	// converged: what each phase costs, and where.
+	profileDir := os.Getenv("FLEET_PROFILE")
+	profileSeconds := envInt("FLEET_PROFILE_SECONDS", 60)
+	profilePath := func(what string) string {
+		return filepath.Join(profileDir, fmt.Sprintf("%s-%s-%d.%s.pprof", kindName, layout, n, what))
+	}
+	apiProfiled := make(chan error, 1)
 	b.ResetTimer()
 	cpu := cpuSeconds()
 	start := time.Now()
+	if profileDir != "" {
+		go func() { apiProfiled <- apiserverProfile(ctx, profileSeconds, profilePath("floor-apiserver")) }()
+	}
 	parallelN(b, 32, n, func(i int) error {
 		name := fmt.Sprintf("floor-%d", i)
 		mr := k.mr(f.ns(i), name, i, f)
@@ -491,21 +504,18 @@ func BenchmarkFleet(b *testing.B) {
 			}
 		}
 	}()
-	// FLEET_PROFILE names a directory for the provider's CPU profile of the
-	// converge (its first FLEET_PROFILE_SECONDS, default 60) and its heap
-	// once converged: what the provider's own CPU is spent on.
-	profileDir := os.Getenv("FLEET_PROFILE")
-	profilePath := func(what string) string {
-		return filepath.Join(profileDir, fmt.Sprintf("%s-%s-%d.%s.pprof", kindName, layout, n, what))
-	}
 	profiled := make(chan error, 1)
 	b.StartTimer()
 	cpu = cpuSeconds()
 	start = time.Now()
 	if profileDir != "" {
+		if err := <-apiProfiled; err != nil {
+			b.Log("profile:", err)
+		}
 		go func() {
-			profiled <- prov.profile("profile", fmt.Sprintf("seconds=%d", envInt("FLEET_PROFILE_SECONDS", 60)), profilePath("cpu"))
+			profiled <- prov.profile("profile", fmt.Sprintf("seconds=%d", profileSeconds), profilePath("cpu"))
 		}()
+		go func() { apiProfiled <- apiserverProfile(ctx, profileSeconds, profilePath("apiserver")) }()
 	}
 	parallel(b, n, func(i int) error {
 		return c.Create(ctx, k.mr(f.ns(i), fmt.Sprintf("mr-%d", i), i, f))
@@ -524,6 +534,9 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	if profileDir != "" {
 		if err := <-profiled; err != nil {
+			b.Log("profile:", err)
+		}
+		if err := <-apiProfiled; err != nil {
 			b.Log("profile:", err)
 		}
 		if err := prov.profile("heap", "gc=1", profilePath("heap")); err != nil {

@@ -165,6 +165,20 @@ func (p *providerProcess) profile(kind, query, path string) error {
 	return err
 }
 
+// apiserverProfile saves the API server's CPU profile of the next seconds to
+// path: where it spends what one phase of a scenario costs it.
+func apiserverProfile(ctx context.Context, seconds int, path string) error {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		return err
+	}
+	b, err := cs.RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(seconds)).Timeout(time.Duration(seconds+60) * time.Second).DoRaw(ctx)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
 // families are Prometheus metric families by name.
 type families map[string]*dto.MetricFamily
 
