@@ -38,6 +38,9 @@ type result struct {
 
 	// Commit is the provider's source the scenario ran.
 	Commit string
+	// WallSeconds is the whole scenario's time, setup and restart included
+	// (results before session 23 have none).
+	WallSeconds float64
 	// Recovered says where a result whose raw form was lost was read back
 	// from; its event → action latencies are then the summaries below, not
 	// the samples.
@@ -93,7 +96,12 @@ func main() {
 	}
 	took, _ := os.ReadFile(filepath.Join(*in, "took"))
 	fanout, _ := filepath.Glob(filepath.Join(*in, "copyrule-fanout-*.txt"))
-	text := report(rs, strings.TrimSpace(string(took)), fanout, filepath.Base(*svg))
+	why, err := readWhy(filepath.Join(*in, "why.txt"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleetreport:", err)
+		os.Exit(1)
+	}
+	text := report(rs, strings.TrimSpace(string(took)), fanout, filepath.Base(*svg), why)
 	if f, err := os.ReadFile(*findings); err == nil {
 		text += "\n" + string(f)
 	}
@@ -154,7 +162,51 @@ func check(ok bool) string {
 	return "✘"
 }
 
-func report(rs []result, took string, fanout []string, svg string) string {
+// readWhy reads the hand-written reasons for the targets missed: a line
+// "<target>: <why>" each (the targets' names are the ones report passes to
+// its rows), blank lines and lines starting with # skipped.
+func readWhy(path string) (map[string]string, error) {
+	raw, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	why := map[string]string{}
+	for i, line := range strings.Split(string(raw), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, ": ")
+		if !ok {
+			return nil, fmt.Errorf("%s:%d: not \"<target>: <why>\"", path, i+1)
+		}
+		why[k] = v
+	}
+	return why, nil
+}
+
+// tierMinutes is the tier's time as its results tell it: the sum of the
+// scenarios' wall times, each scenario without one (results before session
+// 23) counted by its timed phases, floor, converge and restart, which are
+// less than its wall time.
+func tierMinutes(rs []result) (total, timed float64, estimated int) {
+	for _, r := range rs {
+		phases := r.FloorSeconds + r.Seconds + r.RestartSeconds
+		timed += phases
+		if r.WallSeconds > 0 {
+			total += r.WallSeconds
+			continue
+		}
+		total += phases
+		estimated++
+	}
+	return total / 60, timed / 60, estimated
+}
+
+func report(rs []result, took string, fanout []string, svg string, why map[string]string) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
 	p("## Fleets (`make bench-fleet`)")
@@ -194,9 +246,21 @@ func report(rs []result, took string, fanout []string, svg string) string {
 	p("")
 	p("### Targets")
 	p("")
-	p("| target | result |")
-	p("|---|---|")
-	worst := func(name string, v func(r result) float64, ok func(float64) bool, only func(r result) bool) {
+	p("| target | result | why, where missed (written by hand: docs/fleet/why.txt) |")
+	p("|---|---|---|")
+	// row writes a target's row; the reason is looked up by the target's
+	// key, and a missed target without one says so.
+	row := func(key, name, result string, met bool) {
+		w := why[key]
+		switch {
+		case met:
+			w = ""
+		case w == "":
+			w = "not written yet"
+		}
+		p("| %s | %s | %s |", name, result, w)
+	}
+	worst := func(key, name string, v func(r result) float64, ok func(float64) bool, only func(r result) bool) {
 		var parts []string
 		all := true
 		for _, r := range rs {
@@ -213,23 +277,23 @@ func report(rs []result, took string, fanout []string, svg string) string {
 			}
 		}
 		if all {
-			p("| %s | ✔ every scenario |", name)
+			row(key, name, "✔ every scenario", true)
 			return
 		}
-		p("| %s | ✘ %s |", name, strings.Join(parts, "; "))
+		row(key, name, "✘ "+strings.Join(parts, "; "), false)
 	}
 	big := func(r result) bool { return r.N >= 1000 }
-	worst("converge ≤ 1.5× the floor (N ≥ 1,000)", func(r result) float64 { return r.Seconds / r.FloorSeconds }, func(x float64) bool { return x <= 1.5 }, big)
-	worst("≤ 3 reconciles per resource", func(r result) float64 { return r.ReconcilesPerMR }, func(x float64) bool { return x <= 3 }, nil)
-	worst("event → action p99 ≤ 1 s while converging (N ≥ 1,000)", func(r result) float64 { _, d99, _ := r.during(); return d99 / 1000 }, func(x float64) bool { return x <= 1 }, big)
-	worst("≤ 20 KiB heap per resource (N ≥ 1,000)", func(r result) float64 { return r.heapPerMR() }, func(x float64) bool { return x <= 20 }, big)
-	worst("≤ 2 goroutines per resource", func(r result) float64 { return r.goroutinesPerMR() }, func(x float64) bool { return x <= 2 }, nil)
+	worst("converge", "converge ≤ 1.5× the floor (N ≥ 1,000)", func(r result) float64 { return r.Seconds / r.FloorSeconds }, func(x float64) bool { return x <= 1.5 }, big)
+	worst("reconciles", "≤ 3 reconciles per resource", func(r result) float64 { return r.ReconcilesPerMR }, func(x float64) bool { return x <= 3 }, nil)
+	worst("during", "event → action p99 ≤ 1 s while converging (N ≥ 1,000)", func(r result) float64 { _, d99, _ := r.during(); return d99 / 1000 }, func(x float64) bool { return x <= 1 }, big)
+	worst("heap", "≤ 20 KiB heap per resource (N ≥ 1,000)", func(r result) float64 { return r.heapPerMR() }, func(x float64) bool { return x <= 20 }, big)
+	worst("goroutines", "≤ 2 goroutines per resource", func(r result) float64 { return r.goroutinesPerMR() }, func(x float64) bool { return x <= 2 }, nil)
 	// The provider's fixed watches (its kinds, configs, workloads: about 16),
 	// plus at most two per namespace in use: the fleet's and up to 10
 	// targets.
-	worst("API-server watches grow with the namespaces in use, not with references (≤ 16 + 2 per namespace)", func(r result) float64 { return (r.Watches - 16) / float64(r.Namespaces+10) }, func(x float64) bool { return x <= 2 }, nil)
-	worst("a restart sends 0 writes", func(r result) float64 { return r.RestartWrites }, func(x float64) bool { return x == 0 }, nil)
-	worst("a restart is idle within 60 s", func(r result) float64 { return r.RestartSeconds }, func(x float64) bool { return x <= 60 }, nil)
+	worst("watches", "API-server watches grow with the namespaces in use, not with references (≤ 16 + 2 per namespace)", func(r result) float64 { return (r.Watches - 16) / float64(r.Namespaces+10) }, func(x float64) bool { return x <= 2 }, nil)
+	worst("restart-writes", "a restart sends 0 writes", func(r result) float64 { return r.RestartWrites }, func(x float64) bool { return x == 0 }, nil)
+	worst("restart-idle", "a restart is idle within 60 s", func(r result) float64 { return r.RestartSeconds }, func(x float64) bool { return x <= 60 }, nil)
 	// Growth from 1,000 to the largest N measured: 10,000, or 2,000 for the
 	// kinds with pods; the bound is 1.1 × the ratio of N, as 11× is to 10×.
 	type key struct{ kind, layout string }
@@ -242,6 +306,7 @@ func report(rs []result, took string, fanout []string, svg string) string {
 		by[k][r.N] = r
 	}
 	var growth []string
+	grew := true
 	for k, m := range by {
 		a, okA := m[1000]
 		n := 0
@@ -259,13 +324,32 @@ func report(rs []result, took string, fanout []string, svg string) string {
 		// server's: the same writes of 10× the objects take it longer than
 		// 10× as long in one namespace.
 		f := z.FloorSeconds / a.FloorSeconds
-		growth = append(growth, fmt.Sprintf("%s %s to %d: time %.1f× (the floor's %.1f×), requests %.1f×, heap %.1f× %s", k.kind, k.layout, n, t, f, q, h, check(t <= bound && q <= bound && h <= bound)))
+		ok := t <= bound && q <= bound && h <= bound
+		grew = grew && ok
+		growth = append(growth, fmt.Sprintf("%s %s to %d: time %.1f× (the floor's %.1f×), requests %.1f×, heap %.1f× %s", k.kind, k.layout, n, t, f, q, h, check(ok)))
 	}
 	sort.Strings(growth)
 	if len(growth) == 0 {
 		growth = []string{"not measured: no kind ran at both 1,000 and more"}
 	}
-	p("| from 1,000 to 10,000 (2,000 for AppBundle and ImmortalContainer): time, requests, memory ≤ 11× (2.2×) | %s |", strings.Join(growth, "; "))
+	row("growth", "from 1,000 to 10,000 (2,000 for AppBundle and ImmortalContainer): time, requests, memory ≤ 11× (2.2×)", strings.Join(growth, "; "), grew)
+	total, timed, estimated := tierMinutes(rs)
+	// The fan-out scenarios are make bench's benchmark: its time per op.
+	for _, f := range fanout {
+		raw, _ := os.ReadFile(f)
+		if fs := strings.Fields(string(raw)); len(fs) > 2 {
+			var ns float64
+			if _, err := fmt.Sscan(fs[2], &ns); err == nil {
+				total, timed, estimated = total+ns/6e10, timed+ns/6e10, estimated+1
+			}
+		}
+	}
+	tier := fmt.Sprintf("%.0f min for the %d scenarios", total, len(rs)+len(fanout))
+	if estimated > 0 {
+		tier += fmt.Sprintf(" (%d of them, run before their wall time was recorded, counted by their timed phases alone)", estimated)
+	}
+	tier += fmt.Sprintf("; their timed phases alone, floor, converge and restart: %.0f min", timed)
+	row("tier", "the whole tier ≤ 45 min on 2 cores", check(total <= 45)+" "+tier, total <= 45)
 	p("")
 	p("### Requests per resource by verb and resource (the largest scenario of each kind and layout)")
 	p("")

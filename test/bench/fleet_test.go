@@ -126,6 +126,9 @@ type fleetResult struct {
 	RestartNotIdle bool `json:",omitempty"`
 	// Commit is the provider's source the scenario ran ($BENCH_COMMIT).
 	Commit string `json:",omitempty"`
+	// WallSeconds is the whole scenario's time, setup and restart included:
+	// what it adds to the tier's.
+	WallSeconds float64 `json:",omitempty"`
 }
 
 var fleetKinds = map[string]fleetKind{
@@ -342,6 +345,7 @@ func BenchmarkFleet(b *testing.B) {
 		b.Fatalf("FLEET_KIND %q or FLEET_LAYOUT %q unknown", kindName, layout)
 	}
 	n := envInt("FLEET_N", 100)
+	began := time.Now()
 	ctx := context.Background()
 	c := env.Client
 	f := &fleet{kind: kindName, n: n}
@@ -629,6 +633,7 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	r.RestartRequests, r.RestartWrites, r.RestartRequestsBy = last.total(), last.writes(), last.requests
 
+	r.WallSeconds = time.Since(began).Seconds()
 	b.ReportMetric(r.Seconds, "s-converge")
 	b.ReportMetric(r.FloorSeconds, "s-floor")
 	b.ReportMetric(r.ReconcilesPerMR, "reconciles/MR")
