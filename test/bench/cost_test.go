@@ -308,9 +308,17 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 	}
 	// watchOnce reads one watch from rv to its end and returns the version to
 	// go on from: "" when rv is too old, and it must list again.
+	//
+	// Each watch lasts a minute at most, and a request that has not ended 30
+	// s after is given up: once (session 23) a watch request of the bench
+	// waited 5 minutes on its HTTP/2 connection to be sent, and the scenario
+	// with it.
 	watchOnce := func(path, rv string) string {
+		ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		defer cancel()
 		body, err := cs.CoreV1().RESTClient().Get().AbsPath(path).
-			Param("watch", "true").Param("allowWatchBookmarks", "true").Param("resourceVersion", rv).Stream(ctx)
+			Param("watch", "true").Param("allowWatchBookmarks", "true").Param("resourceVersion", rv).
+			Param("timeoutSeconds", "60").Stream(ctx)
 		if kerrors.IsGone(err) || kerrors.IsResourceExpired(err) {
 			return ""
 		}
