@@ -61,60 +61,10 @@ func urgentPeriod() <-chan struct{} {
 	return nil
 }
 
-// IsUrgent is whether ctx is an urgent reconcile's, or a routine one's that a
-// change to its resource promoted while it ran.
+// IsUrgent is whether ctx is an urgent reconcile's.
 func IsUrgent(ctx context.Context) bool {
-	if u, _ := ctx.Value(urgentKey{}).(bool); u {
-		return true
-	}
-	select {
-	case <-promotedIn(ctx):
-		return true
-	default:
-		return false
-	}
-}
-
-type promotionKey struct{}
-
-// promotion is a routine reconcile's: closed when a change to its resource
-// is heard while it runs. The change's own reconcile cannot start before this
-// one ends, and a routine reconcile waits at the gate for each request: while
-// AppBundles converged, a change to one whose readiness was being reported
-// waited up to 2.2 s for that reconcile. Promoted, its requests skip the gate
-// from then on.
-type promotion struct {
-	once sync.Once
-	ch   chan struct{}
-}
-
-func (p *promotion) promote() { p.once.Do(func() { close(p.ch) }) }
-
-// routineRuns are the routine reconciles running, by request: a change to
-// one's resource promotes it. Keyed by request alone, as pending is.
-var routineRuns sync.Map
-
-// runRoutine marks ctx as req's routine reconcile's until end.
-func runRoutine(ctx context.Context, req any) (_ context.Context, end func()) {
-	p := &promotion{ch: make(chan struct{})}
-	routineRuns.Store(req, p)
-	return context.WithValue(ctx, promotionKey{}, p), func() { routineRuns.CompareAndDelete(req, p) }
-}
-
-// promote promotes req's routine reconcile, if one runs.
-func promote(req any) {
-	if p, ok := routineRuns.Load(req); ok {
-		p.(*promotion).promote()
-	}
-}
-
-// promotedIn is closed once ctx's routine reconcile is promoted; nil when
-// ctx is no routine reconcile's.
-func promotedIn(ctx context.Context) <-chan struct{} {
-	if p, ok := ctx.Value(promotionKey{}).(*promotion); ok {
-		return p.ch
-	}
-	return nil
+	u, _ := ctx.Value(urgentKey{}).(bool)
+	return u
 }
 
 var waiting = prometheus.NewGauge(prometheus.GaugeOpts{
@@ -171,43 +121,34 @@ func (g *gated) bound() int {
 	return g.n
 }
 
-// acquire waits for a place among the routine requests in flight; held says
-// whether it took one (a request whose reconcile was promoted while it waited
-// goes without).
-func (g *gated) acquire(ctx context.Context) (held bool, err error) {
+func (g *gated) acquire(ctx context.Context) error {
 	g.mu.Lock()
 	g.watch()
 	if g.inFlight < g.bound() && g.waiters.Len() == 0 {
 		g.inFlight++
 		g.mu.Unlock()
-		return true, nil
+		return nil
 	}
 	in := make(chan struct{})
 	e := g.waiters.PushBack(in)
 	g.mu.Unlock()
 	waiting.Inc()
 	defer waiting.Dec()
-	leave := func() {
+	select {
+	case <-in:
+		return nil
+	case <-ctx.Done():
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		select {
 		case <-in:
-			// Let in as it left: its place goes to the next.
+			// Let in as it gave up: its place goes to the next.
 			g.inFlight--
 			g.wake()
 		default:
 			g.waiters.Remove(e)
 		}
-	}
-	select {
-	case <-in:
-		return true, nil
-	case <-promotedIn(ctx):
-		leave()
-		return false, nil
-	case <-ctx.Done():
-		leave()
-		return false, ctx.Err()
+		return ctx.Err()
 	}
 }
 
@@ -256,15 +197,12 @@ func (g gatedTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !Routine(req) {
 		return g.next.RoundTrip(req)
 	}
-	held, err := g.acquire(req.Context())
-	if err != nil {
+	if err := g.acquire(req.Context()); err != nil {
 		return nil, err
 	}
-	if held {
-		// Released once the response's headers are in: the server has done
-		// the work, and a watch-like body is not expected here.
-		defer g.release()
-	}
+	// Released once the response's headers are in: the server has done the
+	// work, and a watch-like body is not expected here.
+	defer g.release()
 	return g.next.RoundTrip(req)
 }
 

@@ -12,11 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-	"golang.org/x/time/rate"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -246,64 +242,4 @@ func TestGateQuietsWhileUrgent(t *testing.T) {
 	for _, d := range more {
 		waitFor(t, func() bool { return finished(d) })
 	}
-}
-
-// TestChangePromotesRoutineReconcile: a routine reconcile waiting at the gate
-// for a request is let through once a change to its resource is heard, as the
-// change's reconcile cannot start before it ends; another routine reconcile
-// still waits.
-func TestChangePromotesRoutineReconcile(t *testing.T) {
-	release := make(chan struct{})
-	var held atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("hold") != "" {
-			held.Add(1)
-			<-release
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
-	defer srv.Close()
-	defer close(release)
-	hc := gatedClient(t, srv.URL, 1, 0)
-	do := func(ctx context.Context, query string) error {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/v1/namespaces/a/configmaps/c"+query, nil)
-		resp, err := hc.Do(req)
-		if err == nil {
-			err = resp.Body.Close()
-		}
-		return err
-	}
-	// The gate's one place, taken until the test ends.
-	go func() { _ = do(context.Background(), "?hold=1") }()
-	waitFor(t, func() bool { return held.Load() == 1 })
-
-	unlimited := workqueue.NewTypedMaxOfRateLimiter[string](&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Inf, 1)})
-	r := Limited("promote", reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-		return reconcile.Result{}, do(ctx, "")
-	}), unlimited, nil)
-	req := func(n string) reconcile.Request {
-		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "gate", Name: n}}
-	}
-	changed, other := make(chan error, 1), make(chan error, 1)
-	go func() { _, err := r.Reconcile(context.Background(), req("changed")); changed <- err }()
-	go func() { _, err := r.Reconcile(context.Background(), req("other")); other <- err }()
-	waitFor(t, func() bool { return testutil.ToFloat64(waiting) == 2 })
-
-	q := priorityqueue.New[reconcile.Request]("promote")
-	defer q.ShutDown()
-	Queue(q).Add(req("changed"))
-	select {
-	case err := <-changed:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the routine reconcile of a resource that changed still waits at the gate")
-	}
-	select {
-	case <-other:
-		t.Fatal("a routine reconcile of a resource that did not change went past the gate")
-	case <-time.After(100 * time.Millisecond):
-	}
-	pending.Delete(req("changed"))
 }

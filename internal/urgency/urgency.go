@@ -109,7 +109,6 @@ func (q urgentQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Reques
 		for _, r := range rs {
 			// The first add is when the change was heard: later ones join it.
 			pending.LoadOrStore(r, now)
-			promote(r)
 		}
 	}
 	q.PriorityQueue.AddWithOpts(o, rs...)
@@ -191,8 +190,6 @@ func (l *limited) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		defer beginUrgent()()
 		return l.inner.Reconcile(WithUrgent(ctx), req)
 	}
-	ctx, end := runRoutine(ctx, req)
-	defer end()
 	item := l.name + req.String()
 	if _, ok := l.putOff.LoadAndDelete(item); ok || reported {
 		return l.inner.Reconcile(ctx, req)
