@@ -15,7 +15,6 @@ import (
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -32,47 +31,19 @@ import (
 // list and resyncs handler.LowPriority.
 const priority = 10
 
-// reportPriority ranks a report: an event in which an object a managed
-// resource made only says how it is doing (a Deployment turning available, a
-// pod running), with nothing for the provider to act on but the resource's
-// status. Above new resources, as it most often completes one's create; below
-// changes. While 1,000 AppBundles converged, each one's Deployment turning
-// available ranked as a change: a change made meanwhile queued behind about
-// 1,200 of them (p99 0.9-1.6 s waiting for a worker), and routine requests
-// stayed at the quiet bound (Gate) for most of the converge.
-const reportPriority = 5
-
 type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // Handler wraps h so that the requests it adds without a priority of their
 // own are urgent.
-func Handler(h handler.EventHandler) handler.EventHandler { return urgent{h: h} }
+func Handler(h handler.EventHandler) handler.EventHandler { return urgent{h} }
 
-// Reporting is Handler, except for the updates reportOnly says only report
-// on the object: those rank below changes and above new managed resources,
-// and their reconciles are routine but for the global limiter, which they
-// skip as urgent ones do (a resource's create it completes was admitted by
-// it already).
-func Reporting(h handler.EventHandler, reportOnly func(old, new client.Object) bool) handler.EventHandler {
-	return urgent{h: h, reportOnly: reportOnly}
-}
-
-type urgent struct {
-	h          handler.EventHandler
-	reportOnly func(old, new client.Object) bool
-}
+type urgent struct{ h handler.EventHandler }
 
 func (u urgent) Create(ctx context.Context, e event.CreateEvent, q queue) {
 	u.h.Create(ctx, e, Queue(q))
 }
 
 func (u urgent) Update(ctx context.Context, e event.UpdateEvent, q queue) {
-	if u.reportOnly != nil && u.reportOnly(e.ObjectOld, e.ObjectNew) {
-		if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-			u.h.Update(ctx, e, reportQueue{pq})
-			return
-		}
-	}
 	u.h.Update(ctx, e, Queue(q))
 }
 
@@ -113,27 +84,6 @@ func (q urgentQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Reques
 	}
 	q.PriorityQueue.AddWithOpts(o, rs...)
 }
-
-// reportQueue adds requests at reportPriority by default.
-type reportQueue struct {
-	priorityqueue.PriorityQueue[reconcile.Request]
-}
-
-func (q reportQueue) Add(r reconcile.Request) { q.AddWithOpts(priorityqueue.AddOpts{}, r) }
-
-func (q reportQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Request) {
-	if o.Priority == nil {
-		p := reportPriority
-		o.Priority = &p
-		for _, r := range rs {
-			reports.Store(r, struct{}{})
-		}
-	}
-	q.PriorityQueue.AddWithOpts(o, rs...)
-}
-
-// reports are the requests added as reports and not reconciled since.
-var reports sync.Map
 
 // pending are the requests added as urgent and not reconciled since, with
 // when each was first added. Keyed
@@ -180,7 +130,6 @@ type limited struct {
 }
 
 func (l *limited) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	_, reported := reports.LoadAndDelete(req)
 	if added, ok := pending.LoadAndDelete(req); ok {
 		start := time.Now()
 		if t, ok := added.(time.Time); ok {
@@ -191,7 +140,7 @@ func (l *limited) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return l.inner.Reconcile(WithUrgent(ctx), req)
 	}
 	item := l.name + req.String()
-	if _, ok := l.putOff.LoadAndDelete(item); ok || reported {
+	if _, ok := l.putOff.LoadAndDelete(item); ok {
 		return l.inner.Reconcile(ctx, req)
 	}
 	lim := l.global

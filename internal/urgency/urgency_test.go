@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -282,58 +281,5 @@ func TestLimitedTimesUrgent(t *testing.T) {
 	}
 	if n, _ := count(urgentReconcile); n != 1 {
 		t.Errorf("a routine reconcile was timed as urgent: %d observations", n)
-	}
-}
-
-// TestReportsRankBetween: an update that only reports on an object ranks
-// below a change and above new resources, and its reconcile skips the global
-// limiter without being urgent: its requests stay routine.
-func TestReportsRankBetween(t *testing.T) {
-	q := priorityqueue.New[reconcile.Request]("test")
-	defer q.ShutDown()
-	req := func(n string) reconcile.Request {
-		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: n}}
-	}
-	q.Add(req("new"))
-	h := Reporting(handler.Funcs{
-		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			q.Add(req(e.ObjectNew.GetName()))
-		},
-	}, func(_, new client.Object) bool { return new.GetLabels()["reports"] == "true" })
-	cm := func(name, rv string, reports bool) *corev1.ConfigMap {
-		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv,
-			Labels: map[string]string{"reports": fmt.Sprint(reports)}}}
-	}
-	ctx := context.Background()
-	h.Update(ctx, event.UpdateEvent{ObjectOld: cm("reported", "1", true), ObjectNew: cm("reported", "2", true)}, q)
-	h.Update(ctx, event.UpdateEvent{ObjectOld: cm("changed", "1", false), ObjectNew: cm("changed", "2", false)}, q)
-	var got []string
-	for q.Len() > 0 {
-		r, _ := q.Get()
-		got = append(got, r.Name)
-		q.Done(r)
-	}
-	if diff := cmp.Diff([]string{"changed", "reported", "new"}, got); diff != "" {
-		t.Fatalf("order (-want +got):\n%s", diff)
-	}
-
-	var urgent []bool
-	inner := reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-		urgent = append(urgent, IsUrgent(ctx))
-		return reconcile.Result{}, nil
-	})
-	l := workqueue.NewTypedMaxOfRateLimiter[string](&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(1), 1)})
-	r := Limited("reports", inner, l, nil)
-	if _, err := r.Reconcile(ctx, req("first")); err != nil {
-		t.Fatal(err)
-	}
-	if res, _ := r.Reconcile(ctx, req("reported")); res.RequeueAfter != 0 {
-		t.Fatalf("a report's reconcile runs without a slot of the global limiter: %+v", res)
-	}
-	if res, _ := r.Reconcile(ctx, req("reported")); res.RequeueAfter == 0 {
-		t.Fatalf("the report's rank is spent by the reconcile it asked for: %+v", res)
-	}
-	if diff := cmp.Diff([]bool{false, false}, urgent); diff != "" {
-		t.Fatalf("urgent reconciles (-want +got):\n%s", diff)
 	}
 }

@@ -68,10 +68,9 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 			return e
 		},
 		// A deleted or edited child, or a Deployment becoming or ceasing to
-		// be ready, is acted on at the event, not at the next poll; the
-		// Deployment's readiness ranks below changes (deploymentReports).
+		// be ready, is acted on at the event, not at the next poll.
 		Watch: func(b *builder.Builder) *builder.Builder {
-			for _, s := range sources(objects, own, managedkind.EnqueueOwner(LabelOwner, deploymentReports)) {
+			for _, s := range sources(objects, own, managedkind.EnqueueOwner(LabelOwner)) {
 				b = b.WatchesRawSource(s)
 			}
 			return b

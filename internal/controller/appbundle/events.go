@@ -5,7 +5,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // These decide which changes of an AppBundle's objects reconcile it. A
@@ -40,17 +39,6 @@ func deploymentChanged(old, new *appsv1.Deployment) bool {
 		ownLabelsChanged(old.Labels, new.Labels) ||
 		deleting(old) != deleting(new) ||
 		deploymentReady(old) != deploymentReady(new)
-}
-
-// deploymentReports is whether an update of a Deployment from old to new only
-// reports on it: neither its spec (its generation), the labels the bundle
-// sets nor its deletion changed, so what changed is its readiness, which the
-// bundle's status shows. Updates of claims and Services are all acted on.
-func deploymentReports(old, new client.Object) bool {
-	o, okOld := old.(*appsv1.Deployment)
-	n, okNew := new.(*appsv1.Deployment)
-	return okOld && okNew && o.Generation == n.Generation &&
-		!ownLabelsChanged(o.Labels, n.Labels) && deleting(o) == deleting(n)
 }
 
 // claimChanged is whether an update of a data claim from old to new concerns

@@ -2,14 +2,12 @@ package appbundle
 
 import (
 	"testing"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // deployment is a Deployment of AppBundle web at generation gen, as its
@@ -376,53 +374,4 @@ func FuzzClaimChanged(f *testing.F) {
 			t.Errorf("binding is an event: %+v -> %+v", pending, bound)
 		}
 	})
-}
-
-func TestDeploymentReports(t *testing.T) {
-	now := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	cases := map[string]struct {
-		reason   string
-		old, new client.Object
-		want     bool
-	}{
-		"BecomesReady": {
-			reason: "Becoming Available only changes what the bundle reports: below changes.",
-			old:    deployment(1, 1, corev1.ConditionFalse),
-			new:    deployment(1, 1, corev1.ConditionTrue),
-			want:   true,
-		},
-		"StopsBeingReady": {
-			reason: "Losing availability is reported too.",
-			old:    deployment(1, 1, corev1.ConditionTrue),
-			new:    deployment(1, 1, corev1.ConditionFalse),
-			want:   true,
-		},
-		"SpecEdited": {
-			reason: "A new generation may be drift to repair: a change.",
-			old:    deployment(1, 1, corev1.ConditionTrue),
-			new:    deployment(2, 1, corev1.ConditionTrue),
-		},
-		"OwnLabelRemoved": {
-			reason: "A label the bundle sets taken away is a change.",
-			old:    deployment(1, 1, corev1.ConditionTrue),
-			new:    deployment(1, 1, corev1.ConditionTrue, func(d *appsv1.Deployment) { delete(d.Labels, LabelOwner) }),
-		},
-		"Deleting": {
-			reason: "A Deployment being deleted is a change.",
-			old:    deployment(1, 1, corev1.ConditionTrue),
-			new:    deployment(1, 1, corev1.ConditionTrue, func(d *appsv1.Deployment) { d.DeletionTimestamp = &now }),
-		},
-		"Claim": {
-			reason: "Updates of claims and Services are acted on.",
-			old:    &corev1.PersistentVolumeClaim{},
-			new:    &corev1.PersistentVolumeClaim{},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := deploymentReports(tc.old, tc.new); got != tc.want {
-				t.Errorf("%s\ndeploymentReports(...) = %t, want %t", tc.reason, got, tc.want)
-			}
-		})
-	}
 }

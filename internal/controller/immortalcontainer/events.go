@@ -2,7 +2,6 @@ package immortalcontainer
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
@@ -54,18 +53,4 @@ func podChanged(old, new *corev1.Pod) bool {
 		old.Status.PodIP != new.Status.PodIP ||
 		old.Labels[LabelOwner] != new.Labels[LabelOwner] ||
 		old.Annotations[annotationSpecHash] != new.Annotations[annotationSpecHash]
-}
-
-// podReports is whether an update of a pod from old to new only reports on
-// it: it turned running or not, or has a new address, for the
-// ImmortalContainer's status. Its end, its deletion, its owner label or the
-// parameters it was made from changing are for the provider to act on.
-func podReports(old, new client.Object) bool {
-	o, okOld := old.(*corev1.Pod)
-	n, okNew := new.(*corev1.Pod)
-	return okOld && okNew &&
-		ended(o) == ended(n) &&
-		terminating(o) == terminating(n) &&
-		o.Labels[LabelOwner] == n.Labels[LabelOwner] &&
-		o.Annotations[annotationSpecHash] == n.Annotations[annotationSpecHash]
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 )
 
@@ -217,52 +216,4 @@ func FuzzPodChanged(f *testing.F) {
 			t.Errorf("binding is an event: %+v", a)
 		}
 	})
-}
-
-func TestPodReports(t *testing.T) {
-	cases := map[string]struct {
-		reason   string
-		old, new client.Object
-		want     bool
-	}{
-		"BecameReady": {
-			reason: "A pod turning Ready only changes what its ImmortalContainer reports: below changes.",
-			old:    pod(corev1.PodPending, false),
-			new:    pod(corev1.PodRunning, true, withIP("10.0.0.1")),
-			want:   true,
-		},
-		"NewIP": {
-			reason: "A new address is reported.",
-			old:    pod(corev1.PodRunning, true, withIP("10.0.0.1")),
-			new:    pod(corev1.PodRunning, true, withIP("10.0.0.2")),
-			want:   true,
-		},
-		"Ended": {
-			reason: "A pod that ended is to be started again: a change.",
-			old:    pod(corev1.PodRunning, true),
-			new:    pod(corev1.PodFailed, false),
-		},
-		"Terminating": {
-			reason: "A pod being deleted is a change.",
-			old:    pod(corev1.PodRunning, true),
-			new:    pod(corev1.PodRunning, true, deletingPod),
-		},
-		"OwnerLabel": {
-			reason: "The label that says whose it is changing is a change.",
-			old:    pod(corev1.PodRunning, true),
-			new:    pod(corev1.PodRunning, true, func(p *corev1.Pod) { p.Labels[LabelOwner] = "other" }),
-		},
-		"SpecHash": {
-			reason: "The parameters it was made from changing is a change.",
-			old:    pod(corev1.PodRunning, true),
-			new:    pod(corev1.PodRunning, true, func(p *corev1.Pod) { p.Annotations[annotationSpecHash] = "h2" }),
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := podReports(tc.old, tc.new); got != tc.want {
-				t.Errorf("%s\npodReports(...) = %t, want %t", tc.reason, got, tc.want)
-			}
-		})
-	}
 }

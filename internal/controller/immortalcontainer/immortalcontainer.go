@@ -41,10 +41,9 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		},
 		// A pod that ends or goes away is replaced on the event, not at the
 		// next poll; events that change nothing it acts on or reports are
-		// dropped (podEvents), and a pod's running or its address ranks below
-		// changes (podReports).
+		// dropped (podEvents).
 		Watch: func(b *builder.Builder) *builder.Builder {
-			return b.Watches(&corev1.Pod{}, managedkind.EnqueueOwner(LabelOwner, podReports), builder.WithPredicates(podEvents()))
+			return b.Watches(&corev1.Pod{}, managedkind.EnqueueOwner(LabelOwner), builder.WithPredicates(podEvents()))
 		},
 		// A backed-off restart happens when it is due, not at the next poll.
 		PollHook: untilRestart(time.Now),

@@ -240,16 +240,14 @@ func (f *forgetGone) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // EnqueueOwner enqueues the managed resource named by an object's label key, in
 // the object's namespace: how each kind hears about the objects it made.
 // A change to such an object is urgent: it ranks above new managed resources.
-// An update reportOnly says only reports on the object (nil: none does) ranks
-// below changes (urgency.Reporting).
-func EnqueueOwner(key string, reportOnly func(old, new client.Object) bool) handler.EventHandler {
-	return urgency.Reporting(handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+func EnqueueOwner(key string) handler.EventHandler {
+	return urgency.Handler(handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		n, ok := o.GetLabels()[key]
 		if !ok {
 			return nil
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
-	}), reportOnly)
+	}))
 }
 
 // PollUntil returns a poll interval hook that brings the next reconcile of a
