@@ -273,7 +273,7 @@ func report(rs []result, took string, fanout []string, svg string, why map[strin
 			}
 			all = all && ok(x)
 			if !ok(x) {
-				parts = append(parts, fmt.Sprintf("%s %s %d: %.3g", r.Kind, r.Layout, r.N, x))
+				parts = append(parts, fmt.Sprintf("%s %s %d: %.4g", r.Kind, r.Layout, r.N, x))
 			}
 		}
 		if all {
