@@ -15,10 +15,9 @@
 # minutes a scenario, the provider at least as long, and its restart is measured too.
 # FLEET_KINDS, FLEET_SIZES (and FLEET_SIZES_PODS for the two kinds with pods) and
 # FLEET_LAYOUTS narrow the run; FLEET_REPORT_ONLY=1 only writes the report again.
-# FLEET_RESULTS writes the results elsewhere (a profiling run's: FLEET_PROFILE=<dir> saves the API
-# server's CPU profiles of the floor and the converge, the
-# provider's CPU profile of the converge and its heap after; FLEET_PROFILE_SECONDS, default 60,
-# and FLEET_PROFILE_FLOOR_SECONDS for the floor's).
+# FLEET_RESULTS writes the results elsewhere (a profiling run's: FLEET_PROFILE=<dir> saves the
+# API server's CPU profiles of the floor and the converge, the provider's of the converge and its
+# heap after; FLEET_PROFILE_SECONDS, default 60, and FLEET_PROFILE_FLOOR_SECONDS for the floor's).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=common.sh

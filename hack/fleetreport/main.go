@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -162,9 +163,12 @@ func check(ok bool) string {
 	return "✘"
 }
 
+// targets are the keys of the targets' rows, as why.txt names them.
+var targets = []string{"converge", "reconciles", "during", "heap", "goroutines", "watches", "restart-writes", "restart-idle", "growth", "tier"}
+
 // readWhy reads the hand-written reasons for the targets missed: a line
-// "<target>: <why>" each (the targets' names are the ones report passes to
-// its rows), blank lines and lines starting with # skipped.
+// "<target>: <why>" each, target one of targets (a misspelt one would
+// never show), blank lines and lines starting with # skipped.
 func readWhy(path string) (map[string]string, error) {
 	raw, err := os.ReadFile(path)
 	if os.IsNotExist(err) {
@@ -180,8 +184,8 @@ func readWhy(path string) (map[string]string, error) {
 			continue
 		}
 		k, v, ok := strings.Cut(line, ": ")
-		if !ok {
-			return nil, fmt.Errorf("%s:%d: not \"<target>: <why>\"", path, i+1)
+		if !ok || !slices.Contains(targets, k) {
+			return nil, fmt.Errorf("%s:%d: not \"<target>: <why>\" with a target of %v", path, i+1, targets)
 		}
 		why[k] = v
 	}
@@ -346,7 +350,7 @@ func report(rs []result, took string, fanout []string, svg string, why map[strin
 	}
 	tier := fmt.Sprintf("%.0f min for the %d scenarios", total, len(rs)+len(fanout))
 	if estimated > 0 {
-		tier += fmt.Sprintf(" (%d of them, run before their wall time was recorded, counted by their timed phases alone)", estimated)
+		tier += fmt.Sprintf(" (%d of them counted by their timed phases alone, which is less than their wall time: the fan-out ones, and those run before the wall time was recorded)", estimated)
 	}
 	tier += fmt.Sprintf("; their timed phases alone, floor, converge and restart: %.0f min", timed)
 	row("tier", "the whole tier ≤ 45 min on 2 cores", check(total <= 45)+" "+tier, total <= 45)
