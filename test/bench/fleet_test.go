@@ -129,6 +129,10 @@ type fleetResult struct {
 	// WallSeconds is the whole scenario's time, setup and restart included:
 	// what it adds to the tier's.
 	WallSeconds float64 `json:",omitempty"`
+	// Phases is what each step of the scenario took, in seconds, by name:
+	// where the wall time goes (setup, the waits for the controllers, the
+	// timed phases, the restart).
+	Phases map[string]float64 `json:",omitempty"`
 }
 
 var fleetKinds = map[string]fleetKind{
@@ -346,6 +350,11 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	n := envInt("FLEET_N", 100)
 	began := time.Now()
+	phases, lap := map[string]float64{}, began
+	phase := func(name string) {
+		phases[name] += time.Since(lap).Seconds()
+		lap = time.Now()
+	}
 	ctx := context.Background()
 	c := env.Client
 	f := &fleet{kind: kindName, n: n}
@@ -372,7 +381,8 @@ func BenchmarkFleet(b *testing.B) {
 			return nil
 		})
 	}
-	r := fleetResult{Kind: kindName, Layout: layout, N: n, Namespaces: spread}
+	r := fleetResult{Kind: kindName, Layout: layout, N: n, Namespaces: spread, Phases: phases}
+	phase("setup")
 
 	// The floor runs while no provider does: a raw client of the provider's
 	// standing creates the resources, writes what the provider writes for
@@ -384,6 +394,7 @@ func BenchmarkFleet(b *testing.B) {
 	// charged to the floor, nor the floor's (the rollouts of its patched
 	// Deployments) to the provider.
 	quiesce(ctx, b)
+	phase("quiet after setup")
 	floorCfg := rest.CopyConfig(env.Config)
 	floorCfg.Impersonate = rest.ImpersonationConfig{UserName: floorUser}
 	raw, err := client.New(floorCfg, client.Options{Scheme: env.Scheme})
@@ -451,12 +462,14 @@ func BenchmarkFleet(b *testing.B) {
 	r.FloorCPU = cpuSince(cpu)
 	r.FloorWritesPerMR = float64(floorWrites.Load()) / float64(n)
 	b.StopTimer()
+	phase("floor")
 	// One by one: a delete-collection of 10,000 outlives the request.
 	parallel(b, n, func(i int) error {
 		return client.IgnoreNotFound(c.Delete(ctx, k.mr(f.ns(i), fmt.Sprintf("floor-%d", i), i, f)))
 	})
-
+	phase("floor's clean-up")
 	quiesce(ctx, b)
+	phase("quiet after floor")
 
 	// The provider: the probes converge first, then the fleet is applied
 	// and the probes' changes are timed while it converges.
@@ -485,6 +498,7 @@ func BenchmarkFleet(b *testing.B) {
 		return m.sum("apiserver_longrunning_requests", map[string]string{"verb": "WATCH"})
 	}
 	watchersBefore := apiWatchers()
+	phase("provider start, probes")
 
 	converged := make(chan struct{})
 	var during []float64
@@ -532,6 +546,7 @@ func BenchmarkFleet(b *testing.B) {
 	r.Seconds = time.Since(start).Seconds()
 	r.CPU, r.Cores = cpuSince(cpu), runtime.NumCPU()
 	b.StopTimer()
+	phase("converge")
 	close(converged)
 	probing.Wait()
 	r.DuringMs = during
@@ -602,6 +617,7 @@ func BenchmarkFleet(b *testing.B) {
 		}
 	}
 
+	phase("idle, probes after")
 	// A restart with the converged fleet: what the new provider sends until
 	// it has reconciled every resource once and its queues are empty.
 	prov.stop()
@@ -633,6 +649,7 @@ func BenchmarkFleet(b *testing.B) {
 	}
 	r.RestartRequests, r.RestartWrites, r.RestartRequestsBy = last.total(), last.writes(), last.requests
 
+	phase("restart")
 	r.WallSeconds = time.Since(began).Seconds()
 	b.ReportMetric(r.Seconds, "s-converge")
 	b.ReportMetric(r.FloorSeconds, "s-floor")
