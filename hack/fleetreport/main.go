@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -42,6 +43,9 @@ type result struct {
 	// WallSeconds is the whole scenario's time, setup and restart included
 	// (results before session 23 have none).
 	WallSeconds float64
+	// Phases is what each step of the scenario took, in seconds (results
+	// before session 24 have none).
+	Phases map[string]float64
 	// Recovered says where a result whose raw form was lost was read back
 	// from; its event → action latencies are then the summaries below, not
 	// the samples.
@@ -210,6 +214,60 @@ func tierMinutes(rs []result) (total, timed float64, estimated int) {
 	return total / 60, timed / 60, estimated
 }
 
+// tierResult is the tier row: how long the tier took, and what its time was
+// spent on. A whole run's took ("every scenario …, (N min)") gives its
+// minutes end to end, the tools' build included; a tier assembled from
+// narrowed runs is the sum of its scenarios' wall times.
+func tierResult(rs []result, took string, fanout []string) (string, bool) {
+	total, timed, estimated := tierMinutes(rs)
+	var floor float64
+	for _, r := range rs {
+		floor += r.FloorSeconds / 60
+	}
+	// The fan-out scenarios are make bench's benchmark: its time per op.
+	for _, f := range fanout {
+		raw, _ := os.ReadFile(f)
+		if fs := strings.Fields(string(raw)); len(fs) > 2 {
+			var ns float64
+			if _, err := fmt.Sscan(fs[2], &ns); err == nil {
+				total, timed, estimated = total+ns/6e10, timed+ns/6e10, estimated+1
+			}
+		}
+	}
+	var tier string
+	var whole float64
+	if _, err := fmt.Sscanf(took[strings.LastIndex(took, "(")+1:], "%f min)", &whole); err == nil && strings.HasPrefix(took, "every scenario") {
+		total = whole
+		tier = fmt.Sprintf("%.0f min for the %d scenarios in one run, the tools' build included", total, len(rs)+len(fanout))
+	} else {
+		tier = fmt.Sprintf("%.0f min for the %d scenarios, the sum of their runs", total, len(rs)+len(fanout))
+		if estimated > 0 {
+			tier += fmt.Sprintf(" (%d of them counted by their timed phases alone, which is less than their wall time: the fan-out ones, and those run before the wall time was recorded)", estimated)
+		}
+	}
+	tier += fmt.Sprintf("; their timed phases alone, floor, converge and restart: %.0f min. The raw client's phases take %.0f min, so floor and converge take at least %.0f min even with every converge at its 1.5× target", timed, floor, floor*2.5)
+	// Where the rest goes, from the scenarios that recorded their steps.
+	phases, with := map[string]float64{}, 0
+	for _, r := range rs {
+		if r.Phases != nil {
+			with++
+		}
+		for k, v := range r.Phases {
+			phases[k] += v / 60
+		}
+	}
+	if with > 0 {
+		names := slices.Collect(maps.Keys(phases))
+		sort.Slice(names, func(i, j int) bool { return phases[names[i]] > phases[names[j]] })
+		var parts []string
+		for _, k := range names {
+			parts = append(parts, fmt.Sprintf("%s %.1f", k, phases[k]))
+		}
+		tier += fmt.Sprintf(". Minutes by step, over the %d scenarios that recorded them: %s", with, strings.Join(parts, "; "))
+	}
+	return tier, total <= 45
+}
+
 func report(rs []result, took string, fanout []string, svg string, why map[string]string) string {
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
@@ -337,23 +395,8 @@ func report(rs []result, took string, fanout []string, svg string, why map[strin
 		growth = []string{"not measured: no kind ran at both 1,000 and more"}
 	}
 	row("growth", "from 1,000 to 10,000 (2,000 for AppBundle and ImmortalContainer): time, requests, memory ≤ 11× (2.2×)", strings.Join(growth, "; "), grew)
-	total, timed, estimated := tierMinutes(rs)
-	// The fan-out scenarios are make bench's benchmark: its time per op.
-	for _, f := range fanout {
-		raw, _ := os.ReadFile(f)
-		if fs := strings.Fields(string(raw)); len(fs) > 2 {
-			var ns float64
-			if _, err := fmt.Sscan(fs[2], &ns); err == nil {
-				total, timed, estimated = total+ns/6e10, timed+ns/6e10, estimated+1
-			}
-		}
-	}
-	tier := fmt.Sprintf("%.0f min for the %d scenarios", total, len(rs)+len(fanout))
-	if estimated > 0 {
-		tier += fmt.Sprintf(" (%d of them counted by their timed phases alone, which is less than their wall time: the fan-out ones, and those run before the wall time was recorded)", estimated)
-	}
-	tier += fmt.Sprintf("; their timed phases alone, floor, converge and restart: %.0f min", timed)
-	row("tier", "the whole tier ≤ 45 min on 2 cores", check(total <= 45)+" "+tier, total <= 45)
+	tier, tierMet := tierResult(rs, took, fanout)
+	row("tier", "the whole tier ≤ 45 min on 2 cores", check(tierMet)+" "+tier, tierMet)
 	p("")
 	p("### Requests per resource by verb and resource (the largest scenario of each kind and layout)")
 	p("")
@@ -370,7 +413,7 @@ func report(rs []result, took string, fanout []string, svg string, why map[strin
 				parts = append(parts, fmt.Sprintf("%s %.2f", vr, r.Requests[vr]))
 			}
 		}
-		p("- %s, %s, %d: %s", k.kind, k.layout, n, strings.Join(parts, ", "))
+		p("- %s, %s, %d: %s", k.kind, k.layout, n, strings.Join(parts, "; "))
 	}
 	cpu := cpuLines(rs)
 	if len(cpu) > 0 {
@@ -402,7 +445,7 @@ func cpuLines(rs []result) []string {
 		for _, c := range cpuOrder {
 			parts = append(parts, fmt.Sprintf("%s %.0f → %.0f", c, r.FloorCPU[c], r.CPU[c]))
 		}
-		out = append(out, fmt.Sprintf("%s %s %d: %s", r.Kind, r.Layout, r.N, strings.Join(parts, ", ")))
+		out = append(out, fmt.Sprintf("%s %s %d: %s", r.Kind, r.Layout, r.N, strings.Join(parts, "; ")))
 	}
 	return out
 }

@@ -394,7 +394,7 @@ func BenchmarkFleet(b *testing.B) {
 	// charged to the floor, nor the floor's (the rollouts of its patched
 	// Deployments) to the provider.
 	quiesce(ctx, b)
-	phase("quiet after setup")
+	phase("controllers after setup")
 	floorCfg := rest.CopyConfig(env.Config)
 	floorCfg.Impersonate = rest.ImpersonationConfig{UserName: floorUser}
 	raw, err := client.New(floorCfg, client.Options{Scheme: env.Scheme})
@@ -467,9 +467,9 @@ func BenchmarkFleet(b *testing.B) {
 	parallel(b, n, func(i int) error {
 		return client.IgnoreNotFound(c.Delete(ctx, k.mr(f.ns(i), fmt.Sprintf("floor-%d", i), i, f)))
 	})
-	phase("floor's clean-up")
+	phase("floor clean-up")
 	quiesce(ctx, b)
-	phase("quiet after floor")
+	phase("controllers after floor")
 
 	// The provider: the probes converge first, then the fleet is applied
 	// and the probes' changes are timed while it converges.
@@ -498,7 +498,7 @@ func BenchmarkFleet(b *testing.B) {
 		return m.sum("apiserver_longrunning_requests", map[string]string{"verb": "WATCH"})
 	}
 	watchersBefore := apiWatchers()
-	phase("provider start, probes")
+	phase("provider start and probes")
 
 	converged := make(chan struct{})
 	var during []float64
@@ -617,7 +617,7 @@ func BenchmarkFleet(b *testing.B) {
 		}
 	}
 
-	phase("idle, probes after")
+	phase("idle and probes after")
 	// A restart with the converged fleet: what the new provider sends until
 	// it has reconciled every resource once and its queues are empty.
 	prov.stop()
