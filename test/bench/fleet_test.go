@@ -931,11 +931,18 @@ func configRolloutKind(auto bool) fleetKind {
 		prereqs: func(ns string, i int) []client.Object {
 			zero := int32(0)
 			cm := fmt.Sprintf("conf-%d", i)
+			// No history (RevisionHistoryLimit 0): the controller-manager
+			// deletes a rollout's old ReplicaSet, so the provider's phase
+			// starts with one a Deployment, as the floor's does. With the
+			// default the floor's rollouts left a second, and in one
+			// namespace the Deployment controller, which lists all of them
+			// for each Deployment it syncs, took twice the floor's CPU.
 			return []client.Object{
 				&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cm, Namespace: ns}, Data: map[string]string{"k": "v"}},
 				&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("web-%d", i), Namespace: ns}, Spec: appsv1.DeploymentSpec{
-					Replicas: &zero,
-					Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": cm}},
+					Replicas:             &zero,
+					RevisionHistoryLimit: &zero,
+					Selector:             &metav1.LabelSelector{MatchLabels: map[string]string{"app": cm}},
 					Template: corev1.PodTemplateSpec{
 						ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": cm}},
 						Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "nginx",
