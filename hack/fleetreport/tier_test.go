@@ -1,0 +1,51 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestTierResult(t *testing.T) {
+	rs := []result{
+		{FloorSeconds: 600, Seconds: 900, RestartSeconds: 60, WallSeconds: 1800, Phases: map[string]float64{"floor": 600, "converge": 900, "setup": 300}},
+		{FloorSeconds: 60, Seconds: 90, RestartSeconds: 30},
+	}
+	cases := map[string]struct {
+		took string
+		want []string
+		met  bool
+	}{
+		"a whole run says its own minutes": {
+			took: "every scenario 2026-11-28 at abc1234: configrollout 100 one, copyrule 100 one (44 min)",
+			want: []string{"44 min for the 2 scenarios in one run", "timed phases alone, floor, converge and restart: 29 min", "raw client's phases take 11 min", "at least 28 min", "over the 1 scenarios that recorded them: converge 15.0; floor 10.0; setup 5.0"},
+			met:  true,
+		},
+		"narrowed runs are the sum of their wall times": {
+			took: "every scenario 2026-11-20 at abc1234: … (80 min); 2026-11-28 at def5678: configrollout 100 one (3 min)",
+			want: []string{"33 min for the 2 scenarios, the sum of their runs", "1 of them counted by their timed phases alone"},
+			met:  true,
+		},
+		"a whole run over its budget": {
+			took: "every scenario 2026-11-28 at abc1234: … (91 min)",
+			want: []string{"91 min for the 2 scenarios in one run"},
+			met:  false,
+		},
+		"no took": {
+			want: []string{"33 min for the 2 scenarios, the sum of their runs"},
+			met:  true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, met := tierResult(rs, tc.took, nil)
+			if met != tc.met {
+				t.Errorf("met = %v, want %v: %s", met, tc.met, got)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("%q lacks %q", got, w)
+				}
+			}
+		})
+	}
+}
