@@ -10,9 +10,11 @@
 # machine), and hack/fleetreport turns them into docs/benchmarks-fleet.md and
 # docs/fleet.svg, appended to docs/benchmarks.md. docs/fleet/took says when each was run.
 #
-# On 2 cores N = 100 and 1,000 take about 37 minutes and each scenario at 10,000 (2,000)
-# 6 to 22 more, about 3 hours in all: at 10,000 the raw client alone takes 1.5 to 3
-# minutes a scenario, the provider at least as long, and its restart is measured too.
+# On 2 cores (session 24) a scenario at 100 takes half a minute, at 1,000 one to three
+# (AppBundle's), at 10,000 (2,000) 3.5 to 11: the raw client alone takes 1 to 2 minutes a
+# scenario at 10,000, the provider longer, its restart is measured too, and in one namespace
+# the controller-manager's catching up with 10,000 Deployments takes minutes. The whole tier
+# takes more than 90 minutes; each result's Phases say where the time goes.
 # FLEET_KINDS, FLEET_SIZES (and FLEET_SIZES_PODS for the two kinds with pods) and
 # FLEET_LAYOUTS narrow the run; FLEET_REPORT_ONLY=1 only writes the report again.
 # FLEET_RESULTS writes the results elsewhere (a profiling run's: FLEET_PROFILE=<dir> saves the
@@ -38,9 +40,8 @@ started=$(date +%s)
 if [[ -z "${FLEET_REPORT_ONLY:-}" ]]; then
   "$here/build-tools.sh" controlplane
   # The control planes it starts let the controller-manager and the scheduler send 2,000
-  # requests a second: at 200 (make bench's) the setup's and the floor's 10,000 rollouts
-  # waited on its client's limit, at 0.9 of the two cores, for five of ConfigRollout's
-  # twelve minutes. Both phases run with the same controllers.
+  # requests a second: at 200 (make bench's) new Deployments got their ReplicaSets at 62 a
+  # second with the cores not busy. Both phases run with the same controllers.
   export CONTROLLERS_QPS="${CONTROLLERS_QPS:-2000}"
   if ! cluster_healthy; then
     trap '"$here/cluster-down.sh" >&2' EXIT
