@@ -93,27 +93,27 @@ var pending sync.Map
 
 // Limited is crossplane-runtime's ratelimiter.NewReconciler(name, r, l) for
 // every request but urgent ones, which run at once (their context marked,
-// WithUrgent, so their requests skip Gate), and converged ones, which
-// draw from a bucket ConvergedShare times larger. The global limiter hands
-// out its slots in the order reconciles ask for them, and a controller's
-// workers drain a queue of 10,000 new resources into slots up to 100 s ahead
-// at the default rate, so a change heard meanwhile would wait for all of them
-// whatever its rank in the queue. Urgent reconciles come from changes made in
-// the cluster, whose rate the limiter is not there to bound; the client's
-// QPS limit and the controller's workers still do.
+// WithUrgent, so their requests skip Gate), and light ones, which draw from a
+// bucket LightShare times larger. The global limiter hands out its slots in
+// the order reconciles ask for them, and a controller's workers drain a queue
+// of 10,000 new resources into slots up to 100 s ahead at the default rate,
+// so a change heard meanwhile would wait for all of them whatever its rank in
+// the queue. Urgent reconciles come from changes made in the cluster, whose
+// rate the limiter is not there to bound; the client's QPS limit and the
+// controller's workers still do.
 //
-// converged, when not nil, says whether the managed resource of a request is
-// converged as the cache holds it (Converged). A restart, a resync or a poll
-// reconciles every converged resource once: at the default rate of 100, a
-// restart with 10,000 converged resources spent 90 s only waiting for slots,
-// although those reconciles write nothing. They still draw from a bucket of
-// their own, so a provider that loops over converged resources is bounded
-// too, at ConvergedShare times the rate; a resource whose spec changed, that
-// failed or is not Ready is not converged and takes a global slot.
-func Limited(name string, r reconcile.Reconciler, l ratelimiter.RateLimiter, converged func(context.Context, reconcile.Request) bool) reconcile.Reconciler {
+// light, when not nil, says whether the managed resource of a request is
+// Light as the cache holds it. A restart, a resync or a poll reconciles every
+// converged resource once, and applying 10,000 resources asks for 10,000
+// first reconciles: at the default rate of 100 either spent 90 s only waiting
+// for slots, for reconciles a restart or the creates themselves asked for.
+// They still draw from a bucket of their own, so a provider that loops over
+// such resources is bounded too, at LightShare times the rate; a resource
+// whose spec changed, that failed or is not Ready takes a global slot.
+func Limited(name string, r reconcile.Reconciler, l ratelimiter.RateLimiter, light func(context.Context, reconcile.Request) bool) reconcile.Reconciler {
 	out := &limited{name: name, inner: r, global: l}
-	if converged != nil {
-		out.converged, out.convergedLimiter = converged, convergedLimiter(l)
+	if light != nil {
+		out.light, out.lightLimiter = light, lightLimiter(l)
 	}
 	return out
 }
@@ -122,8 +122,8 @@ type limited struct {
 	name             string
 	inner            reconcile.Reconciler
 	global           ratelimiter.RateLimiter
-	converged        func(context.Context, reconcile.Request) bool
-	convergedLimiter ratelimiter.RateLimiter
+	light        func(context.Context, reconcile.Request) bool
+	lightLimiter ratelimiter.RateLimiter
 	// putOff are the requests put off by a limiter: one that comes back
 	// was given its slot and runs, as in crossplane-runtime's.
 	putOff sync.Map
@@ -144,8 +144,8 @@ func (l *limited) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return l.inner.Reconcile(ctx, req)
 	}
 	lim := l.global
-	if l.converged != nil && l.converged(ctx, req) {
-		lim = l.convergedLimiter
+	if l.light != nil && l.light(ctx, req) {
+		lim = l.lightLimiter
 	}
 	if d := lim.When(item); d > 0 {
 		l.putOff.Store(item, struct{}{})
@@ -154,32 +154,48 @@ func (l *limited) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	return l.inner.Reconcile(ctx, req)
 }
 
-// ConvergedShare is how many reconciles of converged resources the limiter
-// lets through for each routine one: their bucket has this many times the
-// global bucket's rate and burst.
-const ConvergedShare = 10
+// LightShare is how many light reconciles (Light) the limiter lets through
+// for each routine one: their bucket has this many times the global bucket's
+// rate and burst.
+const LightShare = 10
 
 var (
-	convergedMu      sync.Mutex
-	convergedBuckets = map[ratelimiter.RateLimiter]ratelimiter.RateLimiter{}
+	lightMu      sync.Mutex
+	lightBuckets = map[ratelimiter.RateLimiter]ratelimiter.RateLimiter{}
 )
 
-// convergedLimiter is the bucket of converged reconciles that goes with the
-// global limiter l, one for every controller that shares l. A limiter other
-// than a token bucket (tests') is shared as it is.
-func convergedLimiter(l ratelimiter.RateLimiter) ratelimiter.RateLimiter {
+// lightLimiter is the bucket of light reconciles that goes with the global
+// limiter l, one for every controller that shares l. A limiter other than a
+// token bucket (tests') is shared as it is.
+func lightLimiter(l ratelimiter.RateLimiter) ratelimiter.RateLimiter {
 	b, ok := l.(*ratelimiter.BucketRateLimiter)
 	if !ok {
 		return l
 	}
-	convergedMu.Lock()
-	defer convergedMu.Unlock()
-	if c, ok := convergedBuckets[l]; ok {
+	lightMu.Lock()
+	defer lightMu.Unlock()
+	if c, ok := lightBuckets[l]; ok {
 		return c
 	}
-	c := &ratelimiter.BucketRateLimiter{Limiter: rate.NewLimiter(b.Limit()*ConvergedShare, b.Burst()*ConvergedShare)}
-	convergedBuckets[l] = c
+	c := &ratelimiter.BucketRateLimiter{Limiter: rate.NewLimiter(b.Limit()*LightShare, b.Burst()*LightShare)}
+	lightBuckets[l] = c
 	return c
+}
+
+// Light is whether a reconcile of a managed resource draws from the light
+// bucket: the resource is converged (its reconcile is a check) or new (never
+// reconciled: no Synced condition, not being deleted). A new resource's first
+// reconcile was asked for by its create, a write its author already made at
+// the API server; its own requests are bounded in flight (Gate), not by this
+// rate. Only its first reconcile is light: once it has failed (Synced False),
+// or succeeded without being Ready, its next ones are routine.
+func Light(mg resource.Managed) bool {
+	if Converged(mg) {
+		return true
+	}
+	// GetCondition returns an Unknown one without a reason when there is none.
+	s := mg.GetCondition(xpv2.TypeSynced)
+	return mg.GetDeletionTimestamp() == nil && s.Status == corev1.ConditionUnknown && s.Reason == ""
 }
 
 // Converged is whether a managed resource as last written has nothing left to

@@ -100,11 +100,11 @@ func TestLimitedLetsUrgentThrough(t *testing.T) {
 	}
 }
 
-// TestLimitedConverged: with the global limiter's slots taken, a converged
+// TestLimitedLight: with the global limiter's slots taken, a light
 // resource's reconcile runs from its own bucket, a routine one is put off and
-// then runs when it comes back, and the converged bucket, once empty, puts
-// off converged reconciles too.
-func TestLimitedConverged(t *testing.T) {
+// then runs when it comes back, and the light bucket, once empty, puts
+// off light reconciles too.
+func TestLimitedLight(t *testing.T) {
 	var ran []string
 	inner := reconcile.Func(func(_ context.Context, r reconcile.Request) (reconcile.Result, error) {
 		ran = append(ran, r.Name)
@@ -120,15 +120,15 @@ func TestLimitedConverged(t *testing.T) {
 		t.Fatal(err)
 	}
 	putOff, _ := r.Reconcile(ctx, req("new"))
-	for i := range ConvergedShare {
+	for i := range LightShare {
 		if res, _ := r.Reconcile(ctx, req(fmt.Sprintf("converged-%d", i))); res.RequeueAfter != 0 {
-			t.Fatalf("converged reconcile %d of a bucket of %d was put off: %+v", i, ConvergedShare, res)
+			t.Fatalf("converged reconcile %d of a bucket of %d was put off: %+v", i, LightShare, res)
 		}
 	}
 	over, _ := r.Reconcile(ctx, req("converged-over"))
 	again, _ := r.Reconcile(ctx, req("new"))
 	want := []string{"new"}
-	for i := range ConvergedShare {
+	for i := range LightShare {
 		want = append(want, fmt.Sprintf("converged-%d", i))
 	}
 	want = append(want, "new")
@@ -141,9 +141,9 @@ func TestLimitedConverged(t *testing.T) {
 	}
 }
 
-func TestConvergedLimiterShared(t *testing.T) {
+func TestLightLimiterShared(t *testing.T) {
 	g := ratelimiter.NewGlobal(100)
-	a, b := convergedLimiter(g), convergedLimiter(g)
+	a, b := lightLimiter(g), lightLimiter(g)
 	if a != b {
 		t.Errorf("two controllers of one global limiter get different converged buckets")
 	}
@@ -241,6 +241,73 @@ func FuzzConverged(f *testing.F) {
 		want := !deleting && status(synced) == corev1.ConditionTrue && syncedGen == gen && status(ready) == corev1.ConditionTrue
 		if got != want {
 			t.Errorf("Converged(gen %d, synced %q at %d, ready %q, deleting %t) = %t, want %t", gen, status(synced), syncedGen, status(ready), deleting, got, want)
+		}
+	})
+}
+
+func TestLight(t *testing.T) {
+	now := metav1.Now()
+	cases := map[string]struct {
+		reason string
+		mg     *fake.Managed
+		want   bool
+	}{
+		"Converged": {
+			reason: "A converged resource's reconcile is a check.",
+			mg:     managedResource(3, corev1.ConditionTrue, 3, corev1.ConditionTrue),
+			want:   true,
+		},
+		"New": {
+			reason: "A resource never reconciled was asked for by its create.",
+			mg:     managedResource(1, "", 0, ""),
+			want:   true,
+		},
+		"NewBeingDeleted": {
+			reason: "A resource deleted before its first reconcile has its deletion to do.",
+			mg:     managedResource(1, "", 0, "", func(mg *fake.Managed) { mg.SetDeletionTimestamp(&now) }),
+		},
+		"Failed": {
+			reason: "A resource whose first reconcile failed retries at the routine rate.",
+			mg:     managedResource(1, corev1.ConditionFalse, 1, ""),
+		},
+		"NotReady": {
+			reason: "A resource reconciled once and not Ready yet is routine.",
+			mg:     managedResource(1, corev1.ConditionTrue, 1, corev1.ConditionFalse),
+		},
+		"NewSpec": {
+			reason: "A spec its last reconcile did not see is routine work.",
+			mg:     managedResource(4, corev1.ConditionTrue, 3, corev1.ConditionTrue),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Light(tc.mg); got != tc.want {
+				t.Errorf("%s\nLight(...) = %t, want %t", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
+
+// FuzzLight checks that a light resource is converged or has no Synced
+// condition and is not being deleted.
+func FuzzLight(f *testing.F) {
+	f.Add(int64(1), uint8(0), int64(0), uint8(0), false)
+	f.Add(int64(2), uint8(1), int64(2), uint8(1), false)
+	f.Add(int64(1), uint8(0), int64(0), uint8(2), true)
+	status := func(b uint8) corev1.ConditionStatus {
+		return []corev1.ConditionStatus{"", corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown}[b%4]
+	}
+	f.Fuzz(func(t *testing.T, gen int64, synced uint8, syncedGen int64, ready uint8, deleting bool) {
+		mg := managedResource(gen, status(synced), syncedGen, status(ready), func(mg *fake.Managed) {
+			if deleting {
+				now := metav1.Now()
+				mg.SetDeletionTimestamp(&now)
+			}
+		})
+		got := Light(mg)
+		want := Converged(mg) || (!deleting && status(synced) == "")
+		if got != want {
+			t.Errorf("Light(gen %d, synced %q at %d, ready %q, deleting %t) = %t, want %t", gen, status(synced), syncedGen, status(ready), deleting, got, want)
 		}
 	})
 }

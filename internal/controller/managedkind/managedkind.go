@@ -167,16 +167,16 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		k.WatchSet.CountPeers(peers)
 		rr = &forgetGone{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, watches: k.WatchSet}
 	}
-	return errors.Wrapf(b.Complete(urgency.Limited(name, rr, o.GlobalRateLimiter, convergedIn(mgr.GetClient(), k.Object))), "cannot set up %s controller", gk)
+	return errors.Wrapf(b.Complete(urgency.Limited(name, rr, o.GlobalRateLimiter, lightIn(mgr.GetClient(), k.Object))), "cannot set up %s controller", gk)
 }
 
-// convergedIn says whether the managed resource of a request is converged
-// (urgency.Converged) as the manager's cache holds it; one it cannot read is
+// lightIn says whether the managed resource of a request is light
+// (urgency.Light) as the manager's cache holds it; one it cannot read is
 // not.
-func convergedIn[T resource.ModernManaged](c client.Reader, object T) func(context.Context, reconcile.Request) bool {
+func lightIn[T resource.ModernManaged](c client.Reader, object T) func(context.Context, reconcile.Request) bool {
 	return func(ctx context.Context, req reconcile.Request) bool {
 		mg, ok := object.DeepCopyObject().(T)
-		return ok && c.Get(ctx, req.NamespacedName, mg) == nil && urgency.Converged(mg)
+		return ok && c.Get(ctx, req.NamespacedName, mg) == nil && urgency.Light(mg)
 	}
 }
 
