@@ -10,11 +10,11 @@
 # machine), and hack/fleetreport turns them into docs/benchmarks-fleet.md and
 # docs/fleet.svg, appended to docs/benchmarks.md. docs/fleet/took says when each was run.
 #
-# On 2 cores (session 24) a scenario at 100 takes half a minute, at 1,000 one to three
-# (AppBundle's), at 10,000 (2,000) 3.5 to 11: the raw client alone takes 1 to 2 minutes a
+# On 2 cores (session 25) a scenario at 100 takes half a minute, at 1,000 one to three
+# (AppBundle's), at 10,000 (2,000) 2 to 10.5: the raw client alone takes 1 to 2 minutes a
 # scenario at 10,000, the provider longer, its restart is measured too, and in one namespace
 # the controller-manager's catching up with 10,000 Deployments takes minutes. The whole tier
-# takes more than 90 minutes; each result's Phases say where the time goes.
+# took 100 minutes from an empty machine; each result's Phases say where the time goes.
 # FLEET_KINDS, FLEET_SIZES (and FLEET_SIZES_PODS for the two kinds with pods) and
 # FLEET_LAYOUTS narrow the run; FLEET_REPORT_ONLY=1 only writes the report again.
 # FLEET_RESULTS writes the results elsewhere (a profiling run's: FLEET_PROFILE=<dir> saves the

@@ -119,9 +119,9 @@ func Limited(name string, r reconcile.Reconciler, l ratelimiter.RateLimiter, lig
 }
 
 type limited struct {
-	name             string
-	inner            reconcile.Reconciler
-	global           ratelimiter.RateLimiter
+	name         string
+	inner        reconcile.Reconciler
+	global       ratelimiter.RateLimiter
 	light        func(context.Context, reconcile.Request) bool
 	lightLimiter ratelimiter.RateLimiter
 	// putOff are the requests put off by a limiter: one that comes back
