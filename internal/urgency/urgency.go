@@ -105,11 +105,13 @@ var pending sync.Map
 // light, when not nil, says whether the managed resource of a request is
 // Light as the cache holds it. A restart, a resync or a poll reconciles every
 // converged resource once, and applying 10,000 resources asks for 10,000
-// first reconciles: at the default rate of 100 either spent 90 s only waiting
-// for slots, for reconciles a restart or the creates themselves asked for.
-// They still draw from a bucket of their own, so a provider that loops over
-// such resources is bounded too, at LightShare times the rate; a resource
-// whose spec changed, that failed or is not Ready takes a global slot.
+// first reconciles: at the default rate of 100 a restart with 10,000
+// converged resources spent 90 s only waiting for slots, and 10,000 new ones
+// could not converge in less, however fast the API server. They still draw
+// from a bucket of their own, so a provider that loops over such resources is
+// bounded too, at LightShare times the rate; a resource that failed, or that
+// was reconciled and is not Ready or not at its spec's generation, takes a
+// global slot.
 func Limited(name string, r reconcile.Reconciler, l ratelimiter.RateLimiter, light func(context.Context, reconcile.Request) bool) reconcile.Reconciler {
 	out := &limited{name: name, inner: r, global: l}
 	if light != nil {

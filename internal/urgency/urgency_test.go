@@ -111,27 +111,27 @@ func TestLimitedLight(t *testing.T) {
 		return reconcile.Result{}, nil
 	})
 	global := &ratelimiter.BucketRateLimiter{Limiter: rate.NewLimiter(rate.Limit(0.001), 1)}
-	r := Limited("test", inner, global, func(_ context.Context, r reconcile.Request) bool { return r.Name != "new" })
+	r := Limited("test", inner, global, func(_ context.Context, r reconcile.Request) bool { return r.Name != "routine" })
 	req := func(n string) reconcile.Request {
 		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: n}}
 	}
 	ctx := context.Background()
-	if _, err := r.Reconcile(ctx, req("new")); err != nil {
+	if _, err := r.Reconcile(ctx, req("routine")); err != nil {
 		t.Fatal(err)
 	}
-	putOff, _ := r.Reconcile(ctx, req("new"))
+	putOff, _ := r.Reconcile(ctx, req("routine"))
 	for i := range LightShare {
 		if res, _ := r.Reconcile(ctx, req(fmt.Sprintf("converged-%d", i))); res.RequeueAfter != 0 {
 			t.Fatalf("converged reconcile %d of a bucket of %d was put off: %+v", i, LightShare, res)
 		}
 	}
 	over, _ := r.Reconcile(ctx, req("converged-over"))
-	again, _ := r.Reconcile(ctx, req("new"))
-	want := []string{"new"}
+	again, _ := r.Reconcile(ctx, req("routine"))
+	want := []string{"routine"}
 	for i := range LightShare {
 		want = append(want, fmt.Sprintf("converged-%d", i))
 	}
-	want = append(want, "new")
+	want = append(want, "routine")
 	if diff := cmp.Diff(want, ran); diff != "" {
 		t.Errorf("reconciles run: -want, +got:\n%s", diff)
 	}
