@@ -173,25 +173,37 @@ func managedResource(gen int64, synced corev1.ConditionStatus, syncedGen int64, 
 	return mg
 }
 
-func TestConverged(t *testing.T) {
+// TestConvergedAndLight: which statuses are converged, and which light
+// (converged, or new: never reconciled).
+func TestConvergedAndLight(t *testing.T) {
 	now := metav1.Now()
+	deleting := func(mg *fake.Managed) { mg.SetDeletionTimestamp(&now) }
 	cases := map[string]struct {
-		reason string
-		mg     *fake.Managed
-		want   bool
+		reason           string
+		mg               *fake.Managed
+		converged, light bool
 	}{
 		"Converged": {
-			reason: "Synced at its generation and Ready is converged.",
-			mg:     managedResource(3, corev1.ConditionTrue, 3, corev1.ConditionTrue),
-			want:   true,
+			reason:    "Synced at its generation and Ready is converged; its reconcile is a check.",
+			mg:        managedResource(3, corev1.ConditionTrue, 3, corev1.ConditionTrue),
+			converged: true, light: true,
 		},
 		"NewSpec": {
-			reason: "A spec its last reconcile did not see is work to do.",
+			reason: "A spec its last reconcile did not see is routine work.",
 			mg:     managedResource(4, corev1.ConditionTrue, 3, corev1.ConditionTrue),
 		},
 		"New": {
-			reason: "A resource never reconciled has no conditions.",
+			reason: "A resource never reconciled has no conditions; its create asked for its first reconcile.",
 			mg:     managedResource(1, "", 0, ""),
+			light:  true,
+		},
+		"NewBeingDeleted": {
+			reason: "A resource deleted before its first reconcile has its deletion to do.",
+			mg:     managedResource(1, "", 0, "", deleting),
+		},
+		"FirstFailed": {
+			reason: "A resource whose first reconcile failed retries at the routine rate.",
+			mg:     managedResource(1, corev1.ConditionFalse, 1, ""),
 		},
 		"Failing": {
 			reason: "A resource whose last reconcile failed is not converged.",
@@ -203,7 +215,7 @@ func TestConverged(t *testing.T) {
 		},
 		"Deleting": {
 			reason: "A resource being deleted has its deletion to do.",
-			mg:     managedResource(2, corev1.ConditionTrue, 2, corev1.ConditionTrue, func(mg *fake.Managed) { mg.SetDeletionTimestamp(&now) }),
+			mg:     managedResource(2, corev1.ConditionTrue, 2, corev1.ConditionTrue, deleting),
 		},
 		"CreateIncomplete": {
 			reason: "A resource whose create has not recorded its result is not converged.",
@@ -214,85 +226,24 @@ func TestConverged(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := Converged(tc.mg); got != tc.want {
-				t.Errorf("%s\nConverged(...) = %t, want %t", tc.reason, got, tc.want)
+			if got := Converged(tc.mg); got != tc.converged {
+				t.Errorf("%s\nConverged(...) = %t, want %t", tc.reason, got, tc.converged)
+			}
+			if got := Light(tc.mg); got != tc.light {
+				t.Errorf("%s\nLight(...) = %t, want %t", tc.reason, got, tc.light)
 			}
 		})
 	}
 }
 
-// FuzzConverged checks that a converged resource is Synced at its current
-// generation and Ready, whatever else its status says.
-func FuzzConverged(f *testing.F) {
+// FuzzConvergedAndLight checks that a converged resource is Synced at its
+// current generation and Ready, and a light one converged or without a Synced
+// condition and not being deleted, whatever else its status says.
+func FuzzConvergedAndLight(f *testing.F) {
 	f.Add(int64(1), uint8(1), int64(1), uint8(1), false)
 	f.Add(int64(2), uint8(1), int64(1), uint8(1), false)
 	f.Add(int64(2), uint8(1), int64(2), uint8(2), true)
-	status := func(b uint8) corev1.ConditionStatus {
-		return []corev1.ConditionStatus{"", corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown}[b%4]
-	}
-	f.Fuzz(func(t *testing.T, gen int64, synced uint8, syncedGen int64, ready uint8, deleting bool) {
-		mg := managedResource(gen, status(synced), syncedGen, status(ready), func(mg *fake.Managed) {
-			if deleting {
-				now := metav1.Now()
-				mg.SetDeletionTimestamp(&now)
-			}
-		})
-		got := Converged(mg)
-		want := !deleting && status(synced) == corev1.ConditionTrue && syncedGen == gen && status(ready) == corev1.ConditionTrue
-		if got != want {
-			t.Errorf("Converged(gen %d, synced %q at %d, ready %q, deleting %t) = %t, want %t", gen, status(synced), syncedGen, status(ready), deleting, got, want)
-		}
-	})
-}
-
-func TestLight(t *testing.T) {
-	now := metav1.Now()
-	cases := map[string]struct {
-		reason string
-		mg     *fake.Managed
-		want   bool
-	}{
-		"Converged": {
-			reason: "A converged resource's reconcile is a check.",
-			mg:     managedResource(3, corev1.ConditionTrue, 3, corev1.ConditionTrue),
-			want:   true,
-		},
-		"New": {
-			reason: "A resource never reconciled was asked for by its create.",
-			mg:     managedResource(1, "", 0, ""),
-			want:   true,
-		},
-		"NewBeingDeleted": {
-			reason: "A resource deleted before its first reconcile has its deletion to do.",
-			mg:     managedResource(1, "", 0, "", func(mg *fake.Managed) { mg.SetDeletionTimestamp(&now) }),
-		},
-		"Failed": {
-			reason: "A resource whose first reconcile failed retries at the routine rate.",
-			mg:     managedResource(1, corev1.ConditionFalse, 1, ""),
-		},
-		"NotReady": {
-			reason: "A resource reconciled once and not Ready yet is routine.",
-			mg:     managedResource(1, corev1.ConditionTrue, 1, corev1.ConditionFalse),
-		},
-		"NewSpec": {
-			reason: "A spec its last reconcile did not see is routine work.",
-			mg:     managedResource(4, corev1.ConditionTrue, 3, corev1.ConditionTrue),
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := Light(tc.mg); got != tc.want {
-				t.Errorf("%s\nLight(...) = %t, want %t", tc.reason, got, tc.want)
-			}
-		})
-	}
-}
-
-// FuzzLight checks that a light resource is converged or has no Synced
-// condition and is not being deleted.
-func FuzzLight(f *testing.F) {
 	f.Add(int64(1), uint8(0), int64(0), uint8(0), false)
-	f.Add(int64(2), uint8(1), int64(2), uint8(1), false)
 	f.Add(int64(1), uint8(0), int64(0), uint8(2), true)
 	status := func(b uint8) corev1.ConditionStatus {
 		return []corev1.ConditionStatus{"", corev1.ConditionTrue, corev1.ConditionFalse, corev1.ConditionUnknown}[b%4]
@@ -304,10 +255,13 @@ func FuzzLight(f *testing.F) {
 				mg.SetDeletionTimestamp(&now)
 			}
 		})
-		got := Light(mg)
-		want := Converged(mg) || (!deleting && status(synced) == "")
-		if got != want {
-			t.Errorf("Light(gen %d, synced %q at %d, ready %q, deleting %t) = %t, want %t", gen, status(synced), syncedGen, status(ready), deleting, got, want)
+		converged := !deleting && status(synced) == corev1.ConditionTrue && syncedGen == gen && status(ready) == corev1.ConditionTrue
+		light := converged || (!deleting && status(synced) == "")
+		if got := Converged(mg); got != converged {
+			t.Errorf("Converged(gen %d, synced %q at %d, ready %q, deleting %t) = %t, want %t", gen, status(synced), syncedGen, status(ready), deleting, got, converged)
+		}
+		if got := Light(mg); got != light {
+			t.Errorf("Light(gen %d, synced %q at %d, ready %q, deleting %t) = %t, want %t", gen, status(synced), syncedGen, status(ready), deleting, got, light)
 		}
 	})
 }
