@@ -41,7 +41,7 @@ TARGETS="
 ./internal/controller/appbundle/            FuzzClaimChanged
 ./internal/controller/immortalcontainer/    FuzzRestartDelay
 ./internal/controller/immortalcontainer/    FuzzPodChanged
-./internal/urgency/                         FuzzConverged
+./internal/urgency/                         FuzzConvergedAndLight
 ./internal/function/                        FuzzDuration
 ./internal/function/                        FuzzNames
 ./internal/apimetrics/                      FuzzClassify
