@@ -68,6 +68,10 @@ type Env struct {
 	// ClientQPS, when set before RunProvider, is cmd/provider's --client-qps.
 	ClientQPS float32
 
+	// Rate, when set before RunProvider, is cmd/provider's
+	// --max-reconcile-rate instead of the quick 50 tests run at.
+	Rate int
+
 	// ChangeLogSocket, when set before RunProvider, is the unix socket of a
 	// change-log gRPC service that the provider sends every create, update
 	// and delete to, as cmd/provider's --enable-changelogs does.
@@ -222,7 +226,11 @@ func (e *Env) Kubeconfig() ([]byte, error) {
 // safe-start), at a rate that keeps tests quick. poll is the safety-net poll
 // interval.
 func (e *Env) RunProvider(ctx context.Context, poll time.Duration) (*target.Resolver, error) {
-	return e.RunProviderAtRate(ctx, poll, 50)
+	rate := 50
+	if e.Rate > 0 {
+		rate = e.Rate
+	}
+	return e.RunProviderAtRate(ctx, poll, rate)
 }
 
 // RunProviderAtRate is RunProvider with cmd/provider's --max-reconcile-rate.
