@@ -71,6 +71,17 @@ type ConfigRolloutParameters struct {
 	// +optional
 	Auto bool `json:"auto,omitempty"`
 
+	// RollOnAdoption rolls each workload when the rollout starts to follow
+	// it (the rollout is created, a selector or auto first picks it, it is
+	// created later), so that its pods pick up the configuration as it is
+	// then, under the strategy and windows. Off by default: a workload the
+	// rollout starts to follow is taken to run the current configuration, a
+	// baseline is recorded on its metadata (annotation
+	// workload.clusterops.io/config-baseline), and only a later change of
+	// the configuration rolls it.
+	// +optional
+	RollOnAdoption bool `json:"rollOnAdoption,omitempty"`
+
 	// Debounce gathers the changes within this window into one rollout.
 	// +optional
 	Debounce *metav1.Duration `json:"debounce,omitempty"`
@@ -219,9 +230,15 @@ type SourceHash struct {
 type RolledWorkload struct {
 	Kind string `json:"kind"`
 	Name string `json:"name"`
-	// Hash the workload's pod template carries.
+	// Hash of the configuration the workload's pods run with: the one its pod
+	// template carries, or its baseline.
 	// +optional
 	Hash string `json:"hash,omitempty"`
+	// Baseline is true while the workload has not been rolled since the
+	// rollout started to follow it: Hash is the configuration it was taken
+	// to run with then, recorded on its metadata, not in its pod template.
+	// +optional
+	Baseline bool `json:"baseline,omitempty"`
 	// LastRollout is when this ConfigRollout last rolled it.
 	// +optional
 	LastRollout *metav1.Time `json:"lastRollout,omitempty"`
@@ -279,9 +296,11 @@ type ConfigRolloutStatus struct {
 // when the ConfigMaps or Secrets they use change: it writes a hash of the
 // content into their pod templates (annotation
 // workload.clusterops.io/config-hash; a CronJob's job template), and the
-// workloads' own controllers roll the pods. The hash is deterministic, so a
-// provider restart rolls nothing that did not change. It is Ready when every
-// selected workload carries the current hash. It has no connection details,
+// workloads' own controllers roll the pods. A workload it starts to follow is
+// not rolled: its running configuration is recorded as a baseline, and only a
+// later change rolls it (unless spec.forProvider.rollOnAdoption). The hash is
+// deterministic, so a provider restart rolls nothing that did not change. It
+// is Ready when every selected workload runs the current configuration. It has no connection details,
 // so spec.writeConnectionSecretToRef is refused.
 // +kubebuilder:printcolumn:name="HASH",type="string",JSONPath=".status.atProvider.hash"
 // +kubebuilder:printcolumn:name="ROLLOUTS",type="integer",JSONPath=".status.atProvider.rollouts"

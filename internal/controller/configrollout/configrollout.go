@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,6 +41,12 @@ const AnnotationHash = "workload.clusterops.io/config-hash"
 // different sources on one workload would overwrite each other's hash forever.
 const AnnotationLock = "workload.clusterops.io/config-rollout"
 
+// AnnotationBaseline, on a workload's own metadata, is the hash of the
+// configuration its pods were taken to run with when the ConfigRollout named
+// by AnnotationLock started to follow it without rolling it. The rollout's
+// first roll of the workload removes it.
+const AnnotationBaseline = "workload.clusterops.io/config-baseline"
+
 // fieldManagerPrefix starts the field manager of each ConfigRollout, which owns
 // the hash annotation and the lock, and nothing else, on its workloads.
 const fieldManagerPrefix = "configrollout-"
@@ -54,6 +61,19 @@ func fieldManager(cr *v1alpha1.ConfigRollout) string {
 }
 
 const reasonRolled event.Reason = "RolledWorkload"
+
+// reasonFollowing is the event of workloads a rollout starts to follow
+// without rolling them.
+const reasonFollowing event.Reason = "FollowingWorkloads"
+
+// maxNamed bounds the workloads one event names, whatever the fleet.
+const maxNamed = 5
+
+// An adoption is a workload the rollout starts to follow, and the baseline
+// hash it records for it.
+type adoption struct {
+	Kind, Name, Hash string
+}
 
 // reasonSourceMissing is the Warning event of a rollout whose source does not
 // exist, so that `kubectl describe` and event alerts show it, not only status.
@@ -168,6 +188,13 @@ type external struct {
 	// contents are the sources' contents Observe read, Secrets' included:
 	// held in memory for this reconcile only, for the per-workload hashes.
 	contents []Content
+	// adopt are the workloads Observe found the rollout starts to follow,
+	// whose baseline Update records; rollNow says whether Update rolls the
+	// pending workloads too, or only follows the new ones (a debounce window,
+	// a strategy or windows hold the rest back).
+	adopt   []adoption
+	rollNow bool
+
 	// wants are the hashes Observe worked out for each selected workload, by
 	// "Kind/name" (see wanted).
 	wants map[string]string
@@ -313,6 +340,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	o.Workloads = make([]v1alpha1.RolledWorkload, 0, len(ws))
 	pending := 0
 	pendingKeys := map[string]bool{}
+	e.adopt = nil
 	var locked []string
 	for _, w := range ws {
 		if w.Lock != "" && w.Lock != cr.GetName() && e.holds(ctx, cr.GetNamespace(), w.Lock) {
@@ -321,20 +349,29 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		}
 		key := w.Kind + "/" + w.Name
 		want := e.want(cr, w, o.Hash)
-		if rec := recorded[key]; rec != want && w.carried() == want && (rec != "" || w.Lock == cr.GetName()) {
+		if w.Lock != cr.GetName() && !cr.Spec.ForProvider.RollOnAdoption && len(missing) == 0 {
+			// The rollout starts to follow the workload: its running pods are
+			// taken to use the configuration as it is, recorded as a baseline
+			// on its metadata, and nothing is rolled.
+			e.adopt = append(e.adopt, adoption{Kind: w.Kind, Name: w.Name, Hash: want})
+			o.Workloads = append(o.Workloads, v1alpha1.RolledWorkload{Kind: w.Kind, Name: w.Name, Hash: want, Baseline: true})
+			continue
+		}
+		carried := w.carried(want, o.Hash)
+		if rec := recorded[key]; rec != want && w.Baseline == "" && w.templateHash() == want && (rec != "" || w.Lock == cr.GetName()) {
 			// A rollout of ours whose status write was lost (a conflict on a stale
 			// read after the workload was patched): record it now, or the counter
 			// and the time would never show it. When status recorded no hash for
 			// the workload (its first rollout), our lock on it says the hash it
-			// carries is ours: only a rollout writes the lock, and Delete removes
-			// it. A stale read that counts again cannot write: its status update
-			// conflicts.
+			// carries is ours: only a rollout writes the lock with a hash and no
+			// baseline, and Delete removes it. A stale read that counts again
+			// cannot write: its status update conflicts.
 			now := metav1.NewTime(e.now())
 			o.Rollouts++
 			last[key] = &now
 		}
-		o.Workloads = append(o.Workloads, v1alpha1.RolledWorkload{Kind: w.Kind, Name: w.Name, Hash: w.carried(), LastRollout: last[key]})
-		if !upToDate(w.carried(), want, o.Hash) {
+		o.Workloads = append(o.Workloads, v1alpha1.RolledWorkload{Kind: w.Kind, Name: w.Name, Hash: carried, LastRollout: last[key], Baseline: carried != w.templateHash()})
+		if !upToDate(carried, want, o.Hash) {
 			pending++
 			pendingKeys[key] = true
 		}
@@ -344,27 +381,28 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		return managed.ExternalObservation{}, err
 	}
 	e.observed = *o.DeepCopy()
+	e.rollNow = false
 	switch {
 	case len(missing) > 0:
-		// Nothing is rolled on a partial view of the configuration; the source's
-		// creation brings us back.
+		// Nothing is rolled, or followed, on a partial view of the
+		// configuration; the source's creation brings us back.
 		msg := strings.Join(missing, ", ") + " does not exist: nothing is rolled until it does"
 		cr.SetConditions(xpv2.Unavailable().WithMessage(msg))
 		// The same event again only raises its count; observing happens on
 		// watch events and the poll, so this is no stream of events.
 		e.record.Event(cr, event.Warning(reasonSourceMissing, errors.New(msg)))
-		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+		e.adopt = nil
 	case pending > 0:
 		if due, waiting := debounceDue(cr, e.now()); waiting {
 			cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%d workloads to roll after the debounce window, at %s", pending, due.UTC().Format(time.RFC3339))))
-			return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+			break
 		}
 		if e.heldBack(cr) {
 			// A strategy or windows hold the pending workloads back for now.
-			return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+			break
 		}
 		cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%d workloads to roll", pending)))
-		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false}, nil
+		e.rollNow = true
 	case len(locked) > 0:
 		cr.SetConditions(xpv2.Unavailable().WithMessage(strings.Join(locked, ", ") + ": a workload follows one ConfigRollout, so it is not rolled by this one"))
 	case len(missingWorkloads) > 0:
@@ -372,7 +410,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	default:
 		cr.SetConditions(xpv2.Available())
 	}
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: !e.rollNow && len(e.adopt) == 0}, nil
 }
 
 // holds reports whether ConfigRollout name in ns still exists to hold a lock.
@@ -393,10 +431,19 @@ func (e *external) Create(context.Context, *v1alpha1.ConfigRollout) (managed.Ext
 	return managed.ExternalCreation{}, nil
 }
 
-// Update writes the current hash into every selected workload's pod template
-// that does not carry it yet; the workload's controller rolls its pods.
+// Update records a baseline on every workload the rollout starts to follow,
+// and writes the current hash into the pod template of every selected
+// workload that runs an older configuration; the workload's controller rolls
+// its pods.
 func (e *external) Update(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalUpdate, error) {
 	cr.Status.AtProvider = *e.observed.DeepCopy()
+	if err := e.follow(ctx, cr); err != nil {
+		return managed.ExternalUpdate{}, err
+	}
+	if !e.rollNow {
+		// Only new workloads to follow: what Observe said of the rest stands.
+		return managed.ExternalUpdate{}, nil
+	}
 	o := &cr.Status.AtProvider
 	e.rolling(cr)
 	for i := range o.Workloads {
@@ -409,12 +456,35 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ConfigRollout) (mana
 			return managed.ExternalUpdate{}, err
 		}
 		now := metav1.NewTime(e.now())
-		w.Hash, w.LastRollout = want, &now
+		w.Hash, w.LastRollout, w.Baseline = want, &now, false
 		o.Rollouts++
 		e.record.Event(cr, event.Normal(reasonRolled, fmt.Sprintf("Rolled %s %q: its configuration changed (hash %s)", w.Kind, w.Name, want)))
 	}
 	e.rolledWave(cr)
 	return managed.ExternalUpdate{}, nil
+}
+
+// follow records the baseline of every workload Observe found the rollout
+// starts to follow, and says so in one event.
+func (e *external) follow(ctx context.Context, cr *v1alpha1.ConfigRollout) error {
+	if len(e.adopt) == 0 {
+		return nil
+	}
+	names := make([]string, 0, min(len(e.adopt), maxNamed))
+	for _, a := range e.adopt {
+		if err := e.apply(ctx, cr, a.Kind, a.Name, baselinePatch(cr, a.Kind, a.Name, a.Hash)); err != nil {
+			return errors.Wrapf(err, "cannot follow %s %q", a.Kind, a.Name)
+		}
+		if len(names) < maxNamed {
+			names = append(names, fmt.Sprintf("%s %q", a.Kind, a.Name))
+		}
+	}
+	msg := fmt.Sprintf("Following %d workloads without rolling them: %s", len(e.adopt), strings.Join(names, ", "))
+	if len(e.adopt) > maxNamed {
+		msg += ", …"
+	}
+	e.record.Event(cr, event.Normal(reasonFollowing, msg+"; a later configuration change rolls them"))
+	return nil
 }
 
 // roll applies only the hash annotation and the lock, under the
@@ -425,20 +495,7 @@ func (e *external) roll(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, n
 	if err != nil {
 		return err
 	}
-	// The workload watches are on the local cluster: only there is the event
-	// of this write to be told apart.
-	track := e.cluster.Local && e.own != nil
-	if track {
-		e.own.begin(cr.GetNamespace(), kind, name, cr.GetName())
-	}
-	err = e.cluster.Client.Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager(cr)), client.ForceOwnership) //nolint:staticcheck // Unstructured server-side apply.
-	if track {
-		g := u.GetGeneration()
-		if err != nil {
-			g = 0
-		}
-		e.own.done(cr.GetNamespace(), kind, name, cr.GetName(), g)
-	}
+	err = e.apply(ctx, cr, kind, name, u)
 	if err == nil && cr.Spec.ForProvider.Auto && e.readers != nil {
 		// The response is the workload at its new generation: what its template
 		// reads is known without a read, for the event of this write and for
@@ -448,21 +505,39 @@ func (e *external) roll(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, n
 			e.readers.learn(kind, o, tmpl)
 		}
 	}
-	if kerrors.IsNotFound(err) {
-		// Gone since we looked; the next observation will not select it.
-		return nil
-	}
 	return errors.Wrapf(err, "cannot roll %s %q", kind, name)
 }
 
-// Delete releases the ConfigRollout's locks and leaves the hash annotations
-// where they are: removing those would roll the workloads.
+// apply sends a server-side apply patch of the rollout's own fields to a
+// workload, telling the event of this write apart from others' edits. A
+// workload deleted since it was read is no error: the next observation does
+// not select it.
+func (e *external) apply(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, name string, u *unstructured.Unstructured) error {
+	// The workload watches are on the local cluster: only there is the event
+	// of this write to be told apart.
+	track := e.cluster.Local && e.own != nil
+	if track {
+		e.own.begin(cr.GetNamespace(), kind, name, cr.GetName())
+	}
+	err := e.cluster.Client.Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager(cr)), client.ForceOwnership) //nolint:staticcheck // Unstructured server-side apply.
+	if track {
+		g := u.GetGeneration()
+		if err != nil {
+			g = 0
+		}
+		e.own.done(cr.GetNamespace(), kind, name, cr.GetName(), g)
+	}
+	return resource.IgnoreNotFound(err)
+}
+
+// Delete releases the ConfigRollout's locks and baselines, and leaves the
+// hash annotations where they are: removing those would roll the workloads.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalDelete, error) {
 	held, err := lockedBy(ctx, e.cluster.Client, e.cache, cr.GetNamespace(), cr.GetName())
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}
-	release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+AnnotationLock+`":null}}}`))
+	release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+AnnotationLock+`":null,"`+AnnotationBaseline+`":null}}}`))
 	for _, w := range held {
 		o, _ := newObject(w.Kind)
 		o.SetNamespace(cr.GetNamespace())

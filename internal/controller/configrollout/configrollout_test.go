@@ -99,6 +99,29 @@ func deployment(name, hash, lock string, env ...corev1.EnvVar) *appsv1.Deploymen
 	return d
 }
 
+// withBaseline records baseline hash h on workload o's metadata, as a
+// rollout does when it starts to follow o.
+func withBaseline[T client.Object](o T, h string) T {
+	a := o.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[AnnotationBaseline] = h
+	o.SetAnnotations(a)
+	return o
+}
+
+// lockedBy puts the lock of rollout r on workload o.
+func locked[T client.Object](o T, r string) T {
+	a := o.GetAnnotations()
+	if a == nil {
+		a = map[string]string{}
+	}
+	a[AnnotationLock] = r
+	o.SetAnnotations(a)
+	return o
+}
+
 func cronJob(name, hash string) *batchv1.CronJob {
 	return &batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: name}, Spec: batchv1.CronJobSpec{
 		Schedule:    "0 3 * * *",
@@ -134,10 +157,52 @@ func TestObserve(t *testing.T) {
 				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api"}},
 			},
 		},
-		"WorkloadToRoll": {
-			reason: "A named workload that does not carry the hash is to be rolled.",
+		"WorkloadAdopted": {
+			reason: "A workload the rollout starts to follow is not rolled: its baseline is to be recorded, and it counts as current.",
 			cr:     rollout(),
 			objs:   []client.Object{configMap(), deployment("api", "old", "")},
+			want: want{
+				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
+				ready:     corev1.ConditionTrue,
+				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: allHash(), Baseline: true}},
+			},
+		},
+		"RollOnAdoption": {
+			reason: "With rollOnAdoption a workload the rollout starts to follow is rolled.",
+			cr:     rollout(func(cr *v1alpha1.ConfigRollout) { cr.Spec.ForProvider.RollOnAdoption = true }),
+			objs:   []client.Object{configMap(), deployment("api", "", "")},
+			want: want{
+				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
+				ready:     corev1.ConditionFalse,
+				message:   "1 workloads to roll",
+				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api"}},
+			},
+		},
+		"BaselineCurrent": {
+			reason: "A followed workload whose baseline is the current configuration is current: Ready, nothing to write.",
+			cr:     rollout(),
+			objs:   []client.Object{configMap(), withBaseline(deployment("api", "", "conf"), allHash())},
+			want: want{
+				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				ready:     corev1.ConditionTrue,
+				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: allHash(), Baseline: true}},
+			},
+		},
+		"BaselineChanged": {
+			reason: "A followed workload whose baseline is an older configuration is to be rolled.",
+			cr:     rollout(),
+			objs:   []client.Object{configMap(), withBaseline(deployment("api", "", "conf"), "old")},
+			want: want{
+				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
+				ready:     corev1.ConditionFalse,
+				message:   "1 workloads to roll",
+				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: "old", Baseline: true}},
+			},
+		},
+		"WorkloadToRoll": {
+			reason: "A followed workload that does not carry the hash is to be rolled.",
+			cr:     rollout(),
+			objs:   []client.Object{configMap(), deployment("api", "old", "conf")},
 			want: want{
 				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
 				ready:     corev1.ConditionFalse,
@@ -162,7 +227,7 @@ func TestObserve(t *testing.T) {
 			cr: rollout(func(cr *v1alpha1.ConfigRollout) {
 				cr.Spec.ForProvider.Workloads = []v1alpha1.WorkloadRef{{Kind: KindCronJob, Name: "nightly"}}
 			}),
-			objs: []client.Object{configMap(), cronJob("nightly", "")},
+			objs: []client.Object{configMap(), locked(cronJob("nightly", ""), "conf")},
 			want: want{
 				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
 				ready:     corev1.ConditionFalse,
@@ -175,11 +240,11 @@ func TestObserve(t *testing.T) {
 			cr: rollout(func(cr *v1alpha1.ConfigRollout) {
 				cr.Spec.ForProvider.Workloads = []v1alpha1.WorkloadRef{{Kind: KindCronJob, Name: "nightly"}}
 			}),
-			objs: []client.Object{configMap(), cronJob("nightly", allHash())},
+			objs: []client.Object{configMap(), locked(cronJob("nightly", allHash()), "conf")},
 			want: want{
 				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				ready:     corev1.ConditionTrue,
-				workloads: []v1alpha1.RolledWorkload{{Kind: KindCronJob, Name: "nightly", Hash: allHash()}},
+				workloads: []v1alpha1.RolledWorkload{{Kind: KindCronJob, Name: "nightly", Hash: allHash(), LastRollout: &metav1.Time{Time: testNow}}},
 			},
 		},
 		"AutoKeyRead": {
@@ -187,11 +252,11 @@ func TestObserve(t *testing.T) {
 			cr: rollout(func(cr *v1alpha1.ConfigRollout) {
 				cr.Spec.ForProvider.Workloads, cr.Spec.ForProvider.Auto = nil, true
 			}),
-			objs: []client.Object{configMap(), deployment("api", portHash(), "", readsPort()), deployment("bystander", "", "")},
+			objs: []client.Object{configMap(), deployment("api", portHash(), "conf", readsPort()), deployment("bystander", "", "")},
 			want: want{
 				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				ready:     corev1.ConditionTrue,
-				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: portHash()}},
+				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: portHash(), LastRollout: &metav1.Time{Time: testNow}}},
 			},
 		},
 		"AutoCarriesAll": {
@@ -199,7 +264,7 @@ func TestObserve(t *testing.T) {
 			cr: rollout(func(cr *v1alpha1.ConfigRollout) {
 				cr.Spec.ForProvider.Workloads, cr.Spec.ForProvider.Auto = nil, true
 			}),
-			objs: []client.Object{configMap(), deployment("api", allHash(), "", readsPort())},
+			objs: []client.Object{configMap(), deployment("api", allHash(), "conf", readsPort())},
 			want: want{
 				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				ready:     corev1.ConditionTrue,
@@ -211,7 +276,7 @@ func TestObserve(t *testing.T) {
 			cr: rollout(func(cr *v1alpha1.ConfigRollout) {
 				cr.Spec.ForProvider.Workloads, cr.Spec.ForProvider.Auto = nil, true
 			}),
-			objs: []client.Object{configMap(), deployment("api", "old", "", readsPort())},
+			objs: []client.Object{configMap(), deployment("api", "old", "conf", readsPort())},
 			want: want{
 				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
 				ready:     corev1.ConditionFalse,
@@ -244,7 +309,7 @@ func TestObserve(t *testing.T) {
 			cr: rollout(func(cr *v1alpha1.ConfigRollout) {
 				cr.Spec.ForProvider.Debounce = &metav1.Duration{Duration: time.Minute}
 			}),
-			objs: []client.Object{configMap(), deployment("api", "old", "")},
+			objs: []client.Object{configMap(), deployment("api", "old", "conf")},
 			want: want{
 				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				ready:     corev1.ConditionFalse,
@@ -324,18 +389,27 @@ func TestObserveReadsSourcesAndWorkloadsAtOnce(t *testing.T) {
 	}
 }
 
-// carried is the hash workload kind/name carries on c, and the lock on it.
+// carried is the hash workload kind/name's pod template carries on c, and the
+// lock on it.
 func carried(t *testing.T, c client.Client, kind, name string) (hash, lock string) {
+	t.Helper()
+	h, l, _ := annotations(t, c, kind, name)
+	return h, l
+}
+
+// annotations are the hash workload kind/name's pod template carries on c,
+// and the lock and baseline on its metadata.
+func annotations(t *testing.T, c client.Client, kind, name string) (hash, lock, baseline string) {
 	t.Helper()
 	o, tmpl := newObject(kind)
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: testNamespace, Name: name}, o); err != nil {
 		t.Fatal(err)
 	}
-	return tmpl.Annotations[AnnotationHash], o.GetAnnotations()[AnnotationLock]
+	return tmpl.Annotations[AnnotationHash], o.GetAnnotations()[AnnotationLock], o.GetAnnotations()[AnnotationBaseline]
 }
 
 func TestUpdate(t *testing.T) {
-	type rolled struct{ Kind, Name, Hash, Lock string }
+	type rolled struct{ Kind, Name, Hash, Lock, Baseline string }
 	type want struct {
 		rolled   []rolled
 		writes   int
@@ -349,35 +423,56 @@ func TestUpdate(t *testing.T) {
 		objs   []client.Object
 		want   want
 	}{
-		"RollsDeployment": {
-			reason: "A workload that does not carry the hash gets it in its pod template, and the lock; the rollout is counted.",
+		"FollowsDeployment": {
+			reason: "A workload the rollout starts to follow gets the lock and its baseline on its metadata, its pod template is untouched, and no rollout is counted.",
 			cr:     rollout(),
 			objs:   []client.Object{configMap(), deployment("api", "old", "")},
-			want:   want{rolled: []rolled{{KindDeployment, "api", allHash(), "conf"}}, writes: 1, rollouts: 1, ready: corev1.ConditionTrue},
+			want:   want{rolled: []rolled{{KindDeployment, "api", "old", "conf", allHash()}}, writes: 1, ready: corev1.ConditionTrue},
+		},
+		"FollowsWithinDebounce": {
+			reason: "A debounce window holds back rollouts, not the baseline of a new workload; the pending one stays as it is.",
+			cr: rollout(func(cr *v1alpha1.ConfigRollout) {
+				cr.Spec.ForProvider.Workloads = append(cr.Spec.ForProvider.Workloads, v1alpha1.WorkloadRef{Kind: KindDeployment, Name: "new"})
+				cr.Spec.ForProvider.Debounce = &metav1.Duration{Duration: time.Minute}
+			}),
+			objs: []client.Object{configMap(), deployment("api", "old", "conf"), deployment("new", "", "")},
+			want: want{rolled: []rolled{{KindDeployment, "api", "old", "conf", ""}, {KindDeployment, "new", "", "conf", allHash()}}, writes: 1, ready: corev1.ConditionFalse},
+		},
+		"RollsOnAdoption": {
+			reason: "With rollOnAdoption a workload the rollout starts to follow gets the hash in its pod template, and the lock; the rollout is counted.",
+			cr:     rollout(func(cr *v1alpha1.ConfigRollout) { cr.Spec.ForProvider.RollOnAdoption = true }),
+			objs:   []client.Object{configMap(), deployment("api", "old", "")},
+			want:   want{rolled: []rolled{{KindDeployment, "api", allHash(), "conf", ""}}, writes: 1, rollouts: 1, ready: corev1.ConditionTrue},
+		},
+		"RollsDeployment": {
+			reason: "A followed workload that does not carry the hash gets it in its pod template; the rollout is counted.",
+			cr:     rollout(),
+			objs:   []client.Object{configMap(), deployment("api", "old", "conf")},
+			want:   want{rolled: []rolled{{KindDeployment, "api", allHash(), "conf", ""}}, writes: 1, rollouts: 1, ready: corev1.ConditionTrue},
 		},
 		"RollsCronJob": {
 			reason: "A CronJob gets the hash in its job template's pod template, so its next Job uses the new configuration.",
 			cr: rollout(func(cr *v1alpha1.ConfigRollout) {
 				cr.Spec.ForProvider.Workloads = []v1alpha1.WorkloadRef{{Kind: KindCronJob, Name: "nightly"}, {Kind: KindDeployment, Name: "api"}}
 			}),
-			objs: []client.Object{configMap(), cronJob("nightly", ""), deployment("api", allHash(), "conf")},
-			want: want{rolled: []rolled{{KindCronJob, "nightly", allHash(), "conf"}, {KindDeployment, "api", allHash(), "conf"}}, writes: 1, rollouts: 2, ready: corev1.ConditionTrue},
+			objs: []client.Object{configMap(), locked(cronJob("nightly", ""), "conf"), deployment("api", allHash(), "conf")},
+			want: want{rolled: []rolled{{KindCronJob, "nightly", allHash(), "conf", ""}, {KindDeployment, "api", allHash(), "conf", ""}}, writes: 1, rollouts: 2, ready: corev1.ConditionTrue},
 		},
 		"AutoRollsToKeyHash": {
 			reason: "In auto mode a workload that reads key PORT alone gets the hash of that key; one that reads the whole ConfigMap gets the hash of all of it.",
 			cr:     rollout(auto),
-			objs: []client.Object{configMap(), deployment("api", "", "", readsPort()), func() client.Object {
-				d := deployment("all", "", "")
+			objs: []client.Object{configMap(), withBaseline(deployment("api", "", "conf", readsPort()), "old"), func() client.Object {
+				d := deployment("all", "", "conf")
 				d.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}
 				return d
 			}()},
-			want: want{rolled: []rolled{{KindDeployment, "all", allHash(), "conf"}, {KindDeployment, "api", portHash(), "conf"}}, writes: 2, rollouts: 2, ready: corev1.ConditionTrue},
+			want: want{rolled: []rolled{{KindDeployment, "all", allHash(), "conf", ""}, {KindDeployment, "api", portHash(), "conf", "old"}}, writes: 2, rollouts: 2, ready: corev1.ConditionTrue},
 		},
 		"NothingToRoll": {
 			reason: "A rollout whose workloads are current writes nothing.",
 			cr:     rollout(),
 			objs:   []client.Object{configMap(), deployment("api", allHash(), "conf")},
-			want:   want{rolled: []rolled{{KindDeployment, "api", allHash(), "conf"}}, rollouts: 1, ready: corev1.ConditionTrue},
+			want:   want{rolled: []rolled{{KindDeployment, "api", allHash(), "conf", ""}}, rollouts: 1, ready: corev1.ConditionTrue},
 		},
 	}
 	for name, tc := range cases {
@@ -391,11 +486,11 @@ func TestUpdate(t *testing.T) {
 			}
 			got := want{writes: *writes, rollouts: tc.cr.Status.AtProvider.Rollouts, ready: tc.cr.GetCondition(xpv2.TypeReady).Status}
 			for _, w := range tc.cr.Status.AtProvider.Workloads {
-				h, l := carried(t, c, w.Kind, w.Name)
-				if h != w.Hash {
-					t.Errorf("\n%s\nstatus says %s %s carries %q, it carries %q", tc.reason, w.Kind, w.Name, w.Hash, h)
+				h, l, b := annotations(t, c, w.Kind, w.Name)
+				if runs := map[bool]string{false: h, true: b}[w.Baseline]; runs != w.Hash && w.LastRollout != nil {
+					t.Errorf("\n%s\nstatus says %s %s runs %q (baseline %t), it carries %q", tc.reason, w.Kind, w.Name, w.Hash, w.Baseline, runs)
 				}
-				got.rolled = append(got.rolled, rolled{w.Kind, w.Name, h, l})
+				got.rolled = append(got.rolled, rolled{w.Kind, w.Name, h, l, b})
 			}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("\n%s\nUpdate(...): -want, +got:\n%s", tc.reason, diff)

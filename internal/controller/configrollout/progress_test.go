@@ -72,6 +72,8 @@ func TestStaggeredReconciles(t *testing.T) {
 		ConfigMaps: []v1alpha1.SourceRef{{Name: "conf"}},
 		Workloads:  []v1alpha1.WorkloadRef{{Kind: KindDeployment, Name: "a"}, {Kind: KindDeployment, Name: "b"}, {Kind: KindDeployment, Name: "c"}},
 		Strategy:   &v1alpha1.RolloutStrategy{MaxConcurrent: 1, ProgressDeadline: &metav1.Duration{Duration: time.Minute}},
+		// The first wave rolls the workloads it starts to follow.
+		RollOnAdoption: true,
 	}
 	reconcile := func() bool {
 		t.Helper()
@@ -211,6 +213,8 @@ func TestWaitingTable(t *testing.T) {
 		ConfigMaps: []v1alpha1.SourceRef{{Name: "conf"}},
 		Workloads:  []v1alpha1.WorkloadRef{{Kind: KindDeployment, Name: "a"}, {Kind: KindDeployment, Name: "b"}, {Kind: KindDeployment, Name: "c"}},
 		Strategy:   &v1alpha1.RolloutStrategy{MaxConcurrent: 2, ProgressDeadline: &metav1.Duration{Duration: time.Minute}},
+		// The first wave rolls the workloads it starts to follow.
+		RollOnAdoption: true,
 	}
 	waitedFor := func() map[string][]string {
 		out := map[string][]string{}

@@ -51,17 +51,31 @@ func templatePath(kind string) []string {
 // A workload is a Deployment, StatefulSet, DaemonSet or CronJob, seen through
 // its pod template.
 type workload struct {
-	Kind     string
-	Name     string
-	Lock     string // the ConfigRollout it follows, from AnnotationLock
+	Kind string
+	Name string
+	Lock string // the ConfigRollout it follows, from AnnotationLock
+	// Baseline is the hash recorded when the rollout started to follow the
+	// workload without rolling it, from AnnotationBaseline.
+	Baseline string
 	Template *corev1.PodTemplateSpec
 	// Object is the whole workload, whose status says whether its rollout
 	// has settled (strategy.go).
 	Object client.Object
 }
 
-// carried is the hash the workload's pod template carries.
-func (w workload) carried() string { return w.Template.GetAnnotations()[AnnotationHash] }
+// templateHash is the hash the workload's pod template carries.
+func (w workload) templateHash() string { return w.Template.GetAnnotations()[AnnotationHash] }
+
+// carried is the hash of the configuration the workload's pods run with,
+// given the hash it is to carry and all, the hash of every source together:
+// the one its pod template carries once a rollout rolled it, else the
+// baseline recorded when the rollout started to follow it.
+func (w workload) carried(want, all string) string {
+	if h := w.templateHash(); w.Baseline == "" || upToDate(h, want, all) {
+		return h
+	}
+	return w.Baseline
+}
 
 func newObject(kind string) (client.Object, *corev1.PodTemplateSpec) {
 	var o client.Object
@@ -102,16 +116,16 @@ func list(ctx context.Context, c client.Reader, ns string, sel client.ListOption
 		}
 	}
 	for i := range deps.Items {
-		out = append(out, workload{Kind: KindDeployment, Name: deps.Items[i].Name, Lock: deps.Items[i].Annotations[AnnotationLock], Template: &deps.Items[i].Spec.Template, Object: &deps.Items[i]})
+		out = append(out, asWorkload(KindDeployment, &deps.Items[i]))
 	}
 	for i := range sts.Items {
-		out = append(out, workload{Kind: KindStatefulSet, Name: sts.Items[i].Name, Lock: sts.Items[i].Annotations[AnnotationLock], Template: &sts.Items[i].Spec.Template, Object: &sts.Items[i]})
+		out = append(out, asWorkload(KindStatefulSet, &sts.Items[i]))
 	}
 	for i := range dss.Items {
-		out = append(out, workload{Kind: KindDaemonSet, Name: dss.Items[i].Name, Lock: dss.Items[i].Annotations[AnnotationLock], Template: &dss.Items[i].Spec.Template, Object: &dss.Items[i]})
+		out = append(out, asWorkload(KindDaemonSet, &dss.Items[i]))
 	}
 	for i := range cjs.Items {
-		out = append(out, workload{Kind: KindCronJob, Name: cjs.Items[i].Name, Lock: cjs.Items[i].Annotations[AnnotationLock], Template: &cjs.Items[i].Spec.JobTemplate.Spec.Template, Object: &cjs.Items[i]})
+		out = append(out, asWorkload(KindCronJob, &cjs.Items[i]))
 	}
 	return out, nil
 }
@@ -195,7 +209,8 @@ func get(ctx context.Context, c client.Reader, ns string, refs []v1alpha1.Worklo
 
 // asWorkload is workload o of kind, which newObject made.
 func asWorkload(kind string, o client.Object) workload {
-	return workload{Kind: kind, Name: o.GetName(), Lock: o.GetAnnotations()[AnnotationLock], Template: template(o), Object: o}
+	a := o.GetAnnotations()
+	return workload{Kind: kind, Name: o.GetName(), Lock: a[AnnotationLock], Baseline: a[AnnotationBaseline], Template: template(o), Object: o}
 }
 
 // template is the pod template of a workload object newObject made.
@@ -323,6 +338,20 @@ func rollPatch(cr *v1alpha1.ConfigRollout, kind, name, hash string) (*unstructur
 		return nil, errors.Wrap(err, "cannot build rollout patch")
 	}
 	return u, nil
+}
+
+// baselinePatch is the server-side apply patch that starts to follow a
+// workload without rolling it: the lock and the baseline hash on its
+// metadata, which no controller rolls pods for. The rollout's next roll
+// applies the template's hash without the baseline, and server-side apply
+// then removes the baseline, which this field manager alone owns.
+func baselinePatch(cr *v1alpha1.ConfigRollout, kind, name, hash string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(GroupVersionKind(kind))
+	u.SetNamespace(cr.GetNamespace())
+	u.SetName(name)
+	u.SetAnnotations(map[string]string{AnnotationLock: cr.GetName(), AnnotationBaseline: hash})
+	return u
 }
 
 // want works out, and remembers for Update, the hash workload w is to carry:
