@@ -6,6 +6,7 @@ import (
 	"path"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -117,8 +118,8 @@ func rolloutFleet(t *testing.T, ns string, n int, pick func(i int, p *workloadv1
 	}
 }
 
-// reconcilesOnly removes the hash of Deployment d-i for each i, waits for
-// rollout r-i to put it back, and asserts that the edits reconciled those
+// reconcilesOnly edits the pod template of Deployment d-i for each i, waits
+// for rollout r-i to settle, and asserts that the edits reconciled those
 // rollouts once each and no other. A reconcile of rollout i reads ConfigMap
 // cm-i, which is how it tells which rollouts were reconciled.
 func reconcilesOnly(t *testing.T, ns string, is ...int) {
@@ -126,7 +127,7 @@ func reconcilesOnly(t *testing.T, ns string, is ...int) {
 	drift := func(i int) {
 		t.Helper()
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("d-%d", i)}}
-		p := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"template":{"metadata":{"annotations":{"`+hashKey+`":null}}}}}`))
+		p := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"edited":"%d"}}}}}`, time.Now().UnixNano())))
 		if err := env.Client.Patch(context.Background(), d, p); err != nil {
 			t.Fatal(err)
 		}

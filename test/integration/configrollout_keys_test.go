@@ -65,7 +65,11 @@ func TestConfigRolloutRollsOnlyForKeysRead(t *testing.T) {
 				if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: w.Name}, d); err != nil {
 					return false, err
 				}
+				// What its pods run: its baseline until a change rolls it.
 				h := d.Spec.Template.Annotations[hashKey]
+				if w.Baseline {
+					h = baseline(r, "Deployment", w.Name)
+				}
 				if h == "" || h != w.Hash || (w.Name == "everything" && h != r.Status.AtProvider.Hash) {
 					return false, nil
 				}
@@ -75,7 +79,7 @@ func TestConfigRolloutRollsOnlyForKeysRead(t *testing.T) {
 		})
 		return gens
 	}
-	before := settled("every consumer rolled")
+	before := settled("every consumer followed")
 	if before["port"] == 0 {
 		t.Fatalf("generations %v", before)
 	}
@@ -121,19 +125,24 @@ func TestConfigRolloutCronJobAndKeysExample(t *testing.T) {
 	r := &workloadv1alpha1.ConfigRollout{}
 	hashes := func(what string, cronHash func(string) bool) (string, int64) {
 		t.Helper()
+		var h string
 		testenv.Eventually(t, wait, what, func(ctx context.Context) (bool, error) {
 			for name, o := range map[string]client.Object{"report-settings": r, "nightly-report": cron, "report-api": api} {
 				if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, o); err != nil {
 					return false, err
 				}
 			}
-			h := cron.Spec.JobTemplate.Spec.Template.Annotations[hashKey]
-			return cronHash(h) && h == r.Status.AtProvider.Hash && api.Spec.Template.Annotations[hashKey] != "" &&
+			// What their pods run: the baseline until a change rolls them.
+			h = cron.Spec.JobTemplate.Spec.Template.Annotations[hashKey]
+			if b := baseline(r, "CronJob", "nightly-report"); b != "" {
+				h = b
+			}
+			return cronHash(h) && h == r.Status.AtProvider.Hash && (api.Spec.Template.Annotations[hashKey] != "" || baseline(r, "Deployment", "report-api") != "") &&
 				r.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue, nil
 		})
-		return cron.Spec.JobTemplate.Spec.Template.Annotations[hashKey], api.Generation
+		return h, api.Generation
 	}
-	first, gen := hashes("the example's CronJob and Deployment to carry hashes", func(h string) bool { return h != "" })
+	first, gen := hashes("the example's CronJob and Deployment to be followed", func(h string) bool { return h != "" })
 	cm := &corev1.ConfigMap{}
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "report-settings"}, cm); err != nil {
 		t.Fatal(err)

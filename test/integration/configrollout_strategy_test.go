@@ -125,9 +125,10 @@ func eventCount(t *testing.T, ns, object, reason string) int32 {
 	return n
 }
 
-// TestConfigRolloutStaggered rolls three Deployments one at a time: the next
-// only once the one before is available, a halt when one is not within the
-// deadline, and a resume when it becomes available.
+// TestConfigRolloutStaggered rolls three Deployments it starts to follow,
+// with rollOnAdoption, one at a time: the next only once the one before is
+// available, a halt when one is not within the deadline, and a resume when
+// it becomes available.
 func TestConfigRolloutStaggered(t *testing.T) {
 	ns := env.Namespace(t, "stagger", nil)
 	names := []string{"d1", "d2", "d3"}
@@ -144,6 +145,9 @@ func TestConfigRolloutStaggered(t *testing.T) {
 			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},
 			Workloads:  refs,
 			Strategy:   &workloadv1alpha1.RolloutStrategy{MaxConcurrent: 1, ProgressDeadline: &metav1.Duration{Duration: 10 * time.Second}},
+			// Running workloads roll as the rollout starts to follow them,
+			// under the strategy: the explicit opt-in.
+			RollOnAdoption: true,
 		}},
 	})
 	r := &workloadv1alpha1.ConfigRollout{}
@@ -227,6 +231,15 @@ func TestConfigRolloutStaggered(t *testing.T) {
 	if r.Status.AtProvider.Rollouts != 3 || r.Status.AtProvider.Progress.Rolled != 3 {
 		t.Errorf("rollouts %d, rolled %d: want 3 and 3", r.Status.AtProvider.Rollouts, r.Status.AtProvider.Progress.Rolled)
 	}
+	for _, n := range names {
+		d := &appsv1.Deployment{}
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: n}, d); err != nil {
+			t.Fatal(err)
+		}
+		if d.Generation != 2 {
+			t.Errorf("Deployment %s at generation %d, want 2: rolled exactly once", n, d.Generation)
+		}
+	}
 }
 
 // TestConfigRolloutWindows holds changes outside the rollout window and rolls
@@ -248,6 +261,12 @@ func TestConfigRolloutWindows(t *testing.T) {
 		}},
 	}
 	create(t, cr)
+	// Followed, not rolled: the window has nothing to hold back yet.
+	r, d := rolledTo(t, ns, "nightly", "web")
+	gen := d.Generation
+	if p := r.Status.AtProvider.Progress; p == nil || p.Phase != workloadv1alpha1.PhaseComplete || p.Pending != 0 || gen != 1 {
+		t.Fatalf("progress %+v, generation %d: want Complete with nothing pending, generation 1", p, gen)
+	}
 	waiting := func(what string) {
 		t.Helper()
 		testenv.Eventually(t, wait, what, func(ctx context.Context) (bool, error) {
@@ -260,13 +279,9 @@ func TestConfigRolloutWindows(t *testing.T) {
 				c.Reason == workloadv1alpha1.ReasonOutsideWindow && cr.GetCondition(xpv2.TypeReady).Status == corev1.ConditionFalse, nil
 		})
 	}
-	waiting("the rollout to wait for its window")
-	if u := cr.Status.AtProvider.Progress.WaitingUntil; u == nil || u.Sub(now) < 110*time.Minute || u.Sub(now) > 130*time.Minute {
-		t.Errorf("waitingUntil = %v, want about two hours from %s", u, now)
-	}
-	// Two more changes while waiting: still one rollout waiting, to the
-	// latest content.
-	for _, v := range []string{"1", "2"} {
+	// Three changes outside the window: one rollout waiting, to the latest
+	// content.
+	for i, v := range []string{"1", "2", "3"} {
 		prev := cr.Status.AtProvider.Hash
 		env.Update(t, cm, func() { cm.Data["k"] = v })
 		testenv.Eventually(t, wait, "the new hash", func(ctx context.Context) (bool, error) {
@@ -274,20 +289,21 @@ func TestConfigRolloutWindows(t *testing.T) {
 			return cr.Status.AtProvider.Hash != prev, err
 		})
 		waiting("the change to wait for the window")
+		if u := cr.Status.AtProvider.Progress.WaitingUntil; i == 0 && (u == nil || u.Sub(now) < 110*time.Minute || u.Sub(now) > 130*time.Minute) {
+			t.Errorf("waitingUntil = %v, want about two hours from %s", u, now)
+		}
 	}
-	d := &appsv1.Deployment{}
 	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
 		t.Fatal(err)
 	}
-	gen := d.Generation
-	if h := d.Spec.Template.Annotations[hashKey]; h != "" {
+	if h := d.Spec.Template.Annotations[hashKey]; h != "" || d.Generation != gen {
 		t.Fatalf("rolled outside the window: hash %q", h)
 	}
 	// The window opens (it now holds the present): one rollout.
 	env.Update(t, cr, func() {
 		cr.Spec.ForProvider.Windows = []apisv1alpha1.TimeWindow{{Start: hhmm(now.Add(-time.Hour)), End: hhmm(now.Add(time.Hour))}}
 	})
-	r, d := rolledTo(t, ns, "nightly", "web")
+	r, d = rolledTo(t, ns, "nightly", "web")
 	if r.Status.AtProvider.Rollouts != 1 || d.Generation != gen+1 {
 		t.Errorf("rollouts %d, generation %d → %d: want one rollout for the three changes", r.Status.AtProvider.Rollouts, gen, d.Generation)
 	}

@@ -23,6 +23,17 @@ import (
 
 const hashKey = "workload.clusterops.io/config-hash"
 
+// baseline is the hash ConfigRollout r's status records as the baseline of
+// workload kind/name, which it follows and has not rolled; "" when none.
+func baseline(r *workloadv1alpha1.ConfigRollout, kind, name string) string {
+	for _, w := range r.Status.AtProvider.Workloads {
+		if w.Kind == kind && w.Name == name && w.Baseline {
+			return w.Hash
+		}
+	}
+	return ""
+}
+
 // consumer is a Deployment whose pods use ConfigMap cm through a volume, or
 // nothing when cm is empty.
 func consumer(ns, name, cm string) *appsv1.Deployment {
@@ -52,7 +63,9 @@ func create(t *testing.T, objs ...client.Object) {
 }
 
 // rolledTo waits until the ConfigRollout has settled (Ready) and Deployment
-// name carries its current hash, and returns both.
+// name runs its current configuration: its pod template carries the current
+// hash, or its baseline (recorded when the rollout started to follow it) is
+// the current hash. It returns both.
 func rolledTo(t *testing.T, ns, cr, name string) (*workloadv1alpha1.ConfigRollout, *appsv1.Deployment) {
 	t.Helper()
 	r, d := &workloadv1alpha1.ConfigRollout{}, &appsv1.Deployment{}
@@ -64,8 +77,9 @@ func rolledTo(t *testing.T, ns, cr, name string) (*workloadv1alpha1.ConfigRollou
 		if c := r.GetCondition(xpv2.TypeSynced); err == nil && c.Status == corev1.ConditionFalse {
 			err = errors.New(c.Message)
 		}
-		h := d.Spec.Template.Annotations[hashKey]
-		return h != "" && h == r.Status.AtProvider.Hash && r.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue, err
+		h := r.Status.AtProvider.Hash
+		runs := d.Spec.Template.Annotations[hashKey] == h || baseline(r, "Deployment", name) == h
+		return h != "" && runs && r.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue, err
 	})
 	return r, d
 }
@@ -93,10 +107,14 @@ func TestConfigRolloutRollsOnChange(t *testing.T) {
 		return r.Status.AtProvider.Hash != first, err
 	})
 	r, d = rolledTo(t, ns, "nginx", "web")
-	if d.Generation != gen+1 || r.Status.AtProvider.Rollouts != 2 {
-		t.Errorf("generation %d → %d, rollouts %d: want exactly one more rollout for the two changes", gen, d.Generation, r.Status.AtProvider.Rollouts)
+	if d.Generation != gen+1 || r.Status.AtProvider.Rollouts != 1 {
+		t.Errorf("generation %d → %d, rollouts %d: want exactly one rollout for the two changes", gen, d.Generation, r.Status.AtProvider.Rollouts)
 	}
-	if w := r.Status.AtProvider.Workloads; len(w) != 1 || w[0].LastRollout == nil {
+	if d.Spec.Template.Annotations[hashKey] != r.Status.AtProvider.Hash {
+		t.Errorf("pod template hash %q, want %q", d.Spec.Template.Annotations[hashKey], r.Status.AtProvider.Hash)
+	}
+
+	if w := r.Status.AtProvider.Workloads; len(w) != 1 || w[0].LastRollout == nil || w[0].Baseline {
 		t.Errorf("status.atProvider.workloads = %+v, want web with its last rollout", w)
 	}
 	events := &corev1.EventList{}
@@ -109,8 +127,8 @@ func TestConfigRolloutRollsOnChange(t *testing.T) {
 			n += e.Count
 		}
 	}
-	if n != 2 {
-		t.Errorf("%d RolledWorkload events, want 2", n)
+	if n != 1 {
+		t.Errorf("%d RolledWorkload events, want 1", n)
 	}
 }
 
@@ -136,10 +154,10 @@ func TestConfigRolloutDebounces(t *testing.T) {
 		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "slow"}, r); err != nil {
 			return false, err
 		}
-		return r.Status.AtProvider.Rollouts >= 2, nil
+		return r.Status.AtProvider.Rollouts >= 1, nil
 	})
 	r, d = rolledTo(t, ns, "slow", "web")
-	if r.Status.AtProvider.Rollouts != 2 || d.Generation != gen+1 {
+	if r.Status.AtProvider.Rollouts != 1 || d.Generation != gen+1 {
 		t.Errorf("rollouts %d, generation %d → %d: want one rollout for the burst", r.Status.AtProvider.Rollouts, gen, d.Generation)
 	}
 }
@@ -162,6 +180,12 @@ func TestConfigRolloutAutoFindsConsumers(t *testing.T) {
 	}
 	if h, ok := other.Spec.Template.Annotations[hashKey]; ok {
 		t.Errorf("a Deployment that does not use the ConfigMap got hash %q", h)
+	}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "auto"}, cr); err != nil {
+		t.Fatal(err)
+	}
+	if ws := cr.Status.AtProvider.Workloads; len(ws) != 1 || ws[0].Name != "user" || !ws[0].Baseline {
+		t.Errorf("status.atProvider.workloads = %+v, want user alone, followed", ws)
 	}
 	// A consumer created later is found on its watch event.
 	late := consumer(ns, "late", "")
@@ -220,8 +244,8 @@ func TestConfigRolloutWaitsForMissingSource(t *testing.T) {
 }
 
 // TestConfigRolloutsDoNotFight points two ConfigRollouts with different
-// sources at one Deployment: the first rolls it, the second says why it does
-// not, and the Deployment is not rewritten back and forth.
+// sources at one Deployment: the first follows and rolls it, the second says
+// why it does not, and the Deployment is not rewritten back and forth.
 func TestConfigRolloutsDoNotFight(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t, "fight", nil)
@@ -238,7 +262,7 @@ func TestConfigRolloutsDoNotFight(t *testing.T) {
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns}, Data: map[string]string{"k": "a"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: ns}, Data: map[string]string{"k": "b"}},
 		consumer(ns, "web", ""), rollout("first", "a"))
-	_, d := rolledTo(t, ns, "first", "web")
+	r, d := rolledTo(t, ns, "first", "web")
 	gen := d.Generation
 	second := rollout("second", "b")
 	create(t, second)
@@ -256,6 +280,18 @@ func TestConfigRolloutsDoNotFight(t *testing.T) {
 		t.Errorf("the Deployment was rewritten (generation %d → %d)", gen, d.Generation)
 	}
 
+	// A change of its source rolls it, by the one ConfigRollout it follows.
+	a := &corev1.ConfigMap{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "a"}, a); err != nil {
+		t.Fatal(err)
+	}
+	first := r.Status.AtProvider.Hash
+	env.Update(t, a, func() { a.Data["k"] = "a2" })
+	testenv.Eventually(t, wait, "the first ConfigRollout to roll web", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d)
+		h := d.Spec.Template.Annotations[hashKey]
+		return h != "" && h != first, err
+	})
 	// A manual edit of the annotation is drift, and is repaired by the one
 	// ConfigRollout the workload follows.
 	env.Update(t, d, func() { d.Spec.Template.Annotations[hashKey] = "edited" })
@@ -269,8 +305,8 @@ func TestConfigRolloutsDoNotFight(t *testing.T) {
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.Annotations["workload.clusterops.io/config-rollout"]; got != "second" {
-		t.Errorf("lock = %q, want second", got)
+	if got := d.Annotations["workload.clusterops.io/config-rollout"]; got != "" {
+		t.Errorf("lock = %q, want it released: the second follows web without rolling it", got)
 	}
 }
 
@@ -333,9 +369,9 @@ func TestConfigRolloutRecordsALostRollout(t *testing.T) {
 	r, _ := rolledTo(t, ns, "lost", "web")
 	first := r.Status.AtProvider.Hash
 	env.Update(t, cm, func() { cm.Data["k"] = "2" })
-	testenv.Eventually(t, wait, "the second rollout", func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, wait, "the rollout", func(ctx context.Context) (bool, error) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "lost"}, r)
-		return r.Status.AtProvider.Hash != first && r.Status.AtProvider.Rollouts == 2, err
+		return r.Status.AtProvider.Hash != first && r.Status.AtProvider.Rollouts == 1, err
 	})
 	r, d := rolledTo(t, ns, "lost", "web")
 	second, gen := r.Status.AtProvider.Hash, d.Generation
@@ -345,8 +381,9 @@ func TestConfigRolloutRecordsALostRollout(t *testing.T) {
 		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "lost"}, r); err != nil {
 			return err
 		}
-		r.Status.AtProvider.Rollouts = 1
-		r.Status.AtProvider.Workloads[0].Hash, r.Status.AtProvider.Workloads[0].LastRollout = first, nil
+		r.Status.AtProvider.Rollouts = 0
+		w := &r.Status.AtProvider.Workloads[0]
+		w.Hash, w.LastRollout, w.Baseline = first, nil, true
 		return env.Client.Status().Update(ctx, r)
 	})
 	if err != nil {
@@ -356,7 +393,7 @@ func TestConfigRolloutRecordsALostRollout(t *testing.T) {
 	testenv.Eventually(t, wait, "the lost rollout recorded", func(ctx context.Context) (bool, error) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "lost"}, r)
 		w := r.Status.AtProvider.Workloads
-		return r.Status.AtProvider.Rollouts == 2 && len(w) == 1 && w[0].Hash == second && w[0].LastRollout != nil, err
+		return r.Status.AtProvider.Rollouts == 1 && len(w) == 1 && w[0].Hash == second && w[0].LastRollout != nil && !w[0].Baseline, err
 	})
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d); err != nil {
 		t.Fatal(err)

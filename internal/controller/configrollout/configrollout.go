@@ -41,12 +41,6 @@ const AnnotationHash = "workload.clusterops.io/config-hash"
 // different sources on one workload would overwrite each other's hash forever.
 const AnnotationLock = "workload.clusterops.io/config-rollout"
 
-// AnnotationBaseline, on a workload's own metadata, is the hash of the
-// configuration its pods were taken to run with when the ConfigRollout named
-// by AnnotationLock started to follow it without rolling it. The rollout's
-// first roll of the workload removes it.
-const AnnotationBaseline = "workload.clusterops.io/config-baseline"
-
 // fieldManagerPrefix starts the field manager of each ConfigRollout, which owns
 // the hash annotation and the lock, and nothing else, on its workloads.
 const fieldManagerPrefix = "configrollout-"
@@ -68,12 +62,6 @@ const reasonFollowing event.Reason = "FollowingWorkloads"
 
 // maxNamed bounds the workloads one event names, whatever the fleet.
 const maxNamed = 5
-
-// An adoption is a workload the rollout starts to follow, and the baseline
-// hash it records for it.
-type adoption struct {
-	Kind, Name, Hash string
-}
 
 // reasonSourceMissing is the Warning event of a rollout whose source does not
 // exist, so that `kubectl describe` and event alerts show it, not only status.
@@ -112,6 +100,9 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 			return errors.Wrapf(err, "cannot index %ss by lock", kind)
 		}
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ConfigRollout{}, indexFollowing, followingValues); err != nil {
+		return errors.Wrap(err, "cannot index ConfigRollouts by the workloads they follow")
+	}
 	own := newOwnWrites()
 	wait := newWaiters()
 	rd := newReaders(mgr.GetAPIReader())
@@ -128,7 +119,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		Object:           &v1alpha1.ConfigRollout{},
 		List:             &v1alpha1.ConfigRolloutList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
-			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait}
+			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait, rollouts: mgr.GetCache()}
 			if c.Local {
 				// The workloads' metadata watches feed the manager's cache on
 				// the provider's own cluster only.
@@ -144,7 +135,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		// Workloads are watched as metadata only; an event reconciles the
 		// rollouts that reference the workload (indexWorkloads).
 		Watch: func(b *builder.Builder) *builder.Builder {
-			return wait.watchAll(watchWorkloads(b, mgr.GetClient(), rd, autos, own), mgr.GetClient())
+			return watchFollowers(wait.watchAll(watchWorkloads(b, mgr.GetClient(), rd, autos, own), mgr.GetClient()), mgr.GetClient(), autos)
 		},
 		PollHook: untilDue(time.Now),
 	})
@@ -167,6 +158,9 @@ type external struct {
 	now     func() time.Time
 	watches *watchset.Set
 	own     *ownWrites
+	// rollouts are the manager's ConfigRollouts, indexed by the workloads
+	// they follow (indexFollowing); nil in unit tests.
+	rollouts client.Reader
 	// cache is the manager's metadata cache of the workloads, on the
 	// provider's own cluster; nil on another.
 	cache client.Reader
@@ -188,11 +182,8 @@ type external struct {
 	// contents are the sources' contents Observe read, Secrets' included:
 	// held in memory for this reconcile only, for the per-workload hashes.
 	contents []Content
-	// adopt are the workloads Observe found the rollout starts to follow,
-	// whose baseline Update records; rollNow says whether Update rolls the
-	// pending workloads too, or only follows the new ones (a debounce window,
-	// a strategy or windows hold the rest back).
-	adopt   []adoption
+	// rollNow says whether Update rolls the pending workloads: a debounce
+	// window, a strategy or windows may hold them back.
 	rollNow bool
 
 	// wants are the hashes Observe worked out for each selected workload, by
@@ -333,49 +324,62 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	if sel.err != nil {
 		return managed.ExternalObservation{}, sel.err
 	}
-	last, recorded := map[string]*metav1.Time{}, map[string]string{}
+	last, recorded := map[string]*metav1.Time{}, map[string]v1alpha1.RolledWorkload{}
 	for _, w := range o.Workloads {
-		last[w.Kind+"/"+w.Name], recorded[w.Kind+"/"+w.Name] = w.LastRollout, w.Hash
+		last[w.Kind+"/"+w.Name], recorded[w.Kind+"/"+w.Name] = w.LastRollout, w
 	}
 	o.Workloads = make([]v1alpha1.RolledWorkload, 0, len(ws))
 	pending := 0
 	pendingKeys := map[string]bool{}
-	e.adopt = nil
-	var locked []string
+	var locked, followed []string
 	for _, w := range ws {
 		if w.Lock != "" && w.Lock != cr.GetName() && e.holds(ctx, cr.GetNamespace(), w.Lock) {
 			locked = append(locked, fmt.Sprintf("%s %q follows ConfigRollout %q", w.Kind, w.Name, w.Lock))
 			continue
 		}
 		key := w.Kind + "/" + w.Name
-		want := e.want(cr, w, o.Hash)
-		if w.Lock != cr.GetName() && !cr.Spec.ForProvider.RollOnAdoption && len(missing) == 0 {
-			// The rollout starts to follow the workload: its running pods are
-			// taken to use the configuration as it is, recorded as a baseline
-			// on its metadata, and nothing is rolled.
-			e.adopt = append(e.adopt, adoption{Kind: w.Kind, Name: w.Name, Hash: want})
-			o.Workloads = append(o.Workloads, v1alpha1.RolledWorkload{Kind: w.Kind, Name: w.Name, Hash: want, Baseline: true})
-			continue
+		if w.Lock != cr.GetName() {
+			if by := followedBy(ctx, e.rollouts, cr, key); by != "" {
+				locked = append(locked, fmt.Sprintf("%s %q follows ConfigRollout %q", w.Kind, w.Name, by))
+				continue
+			}
 		}
-		carried := w.carried(want, o.Hash)
-		if rec := recorded[key]; rec != want && w.Baseline == "" && w.templateHash() == want && (rec != "" || w.Lock == cr.GetName()) {
+		want := e.want(cr, w, o.Hash)
+		rec, known := recorded[key]
+		carried, baseline := w.templateHash(), false
+		switch {
+		case upToDate(carried, want, o.Hash) || w.Lock == cr.GetName():
+			// Its pod template carries the configuration it runs: the
+			// current one, or the one this rollout last rolled it to.
+		case known && rec.Baseline:
+			// Followed and not rolled since: it runs its baseline.
+			carried, baseline = rec.Hash, true
+		case len(missing) == 0 && !cr.Spec.ForProvider.RollOnAdoption:
+			// The rollout starts to follow it: its running pods are taken to
+			// use the configuration as it is, recorded as its baseline in
+			// status, and nothing is rolled or written.
+			carried, baseline = want, true
+			followed = append(followed, fmt.Sprintf("%s %q", w.Kind, w.Name))
+		}
+		if rec.Hash != want && carried == want && !baseline && (rec.Hash != "" || w.Lock == cr.GetName()) {
 			// A rollout of ours whose status write was lost (a conflict on a stale
 			// read after the workload was patched): record it now, or the counter
 			// and the time would never show it. When status recorded no hash for
 			// the workload (its first rollout), our lock on it says the hash it
-			// carries is ours: only a rollout writes the lock with a hash and no
-			// baseline, and Delete removes it. A stale read that counts again
-			// cannot write: its status update conflicts.
+			// carries is ours: only a rollout writes the lock, and Delete
+			// removes it. A stale read that counts again cannot write: its
+			// status update conflicts.
 			now := metav1.NewTime(e.now())
 			o.Rollouts++
 			last[key] = &now
 		}
-		o.Workloads = append(o.Workloads, v1alpha1.RolledWorkload{Kind: w.Kind, Name: w.Name, Hash: carried, LastRollout: last[key], Baseline: carried != w.templateHash()})
+		o.Workloads = append(o.Workloads, v1alpha1.RolledWorkload{Kind: w.Kind, Name: w.Name, Hash: carried, Baseline: baseline, LastRollout: last[key]})
 		if !upToDate(carried, want, o.Hash) {
 			pending++
 			pendingKeys[key] = true
 		}
 	}
+	e.following(cr, followed)
 
 	if err := e.planWave(cr, ws, pendingKeys); err != nil {
 		return managed.ExternalObservation{}, err
@@ -391,7 +395,6 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		// The same event again only raises its count; observing happens on
 		// watch events and the poll, so this is no stream of events.
 		e.record.Event(cr, event.Warning(reasonSourceMissing, errors.New(msg)))
-		e.adopt = nil
 	case pending > 0:
 		if due, waiting := debounceDue(cr, e.now()); waiting {
 			cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%d workloads to roll after the debounce window, at %s", pending, due.UTC().Format(time.RFC3339))))
@@ -410,7 +413,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	default:
 		cr.SetConditions(xpv2.Available())
 	}
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: !e.rollNow && len(e.adopt) == 0}, nil
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: !e.rollNow}, nil
 }
 
 // holds reports whether ConfigRollout name in ns still exists to hold a lock.
@@ -431,19 +434,11 @@ func (e *external) Create(context.Context, *v1alpha1.ConfigRollout) (managed.Ext
 	return managed.ExternalCreation{}, nil
 }
 
-// Update records a baseline on every workload the rollout starts to follow,
-// and writes the current hash into the pod template of every selected
+// Update writes the current hash into the pod template of every selected
 // workload that runs an older configuration; the workload's controller rolls
 // its pods.
 func (e *external) Update(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalUpdate, error) {
 	cr.Status.AtProvider = *e.observed.DeepCopy()
-	if err := e.follow(ctx, cr); err != nil {
-		return managed.ExternalUpdate{}, err
-	}
-	if !e.rollNow {
-		// Only new workloads to follow: what Observe said of the rest stands.
-		return managed.ExternalUpdate{}, nil
-	}
 	o := &cr.Status.AtProvider
 	e.rolling(cr)
 	for i := range o.Workloads {
@@ -464,27 +459,17 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ConfigRollout) (mana
 	return managed.ExternalUpdate{}, nil
 }
 
-// follow records the baseline of every workload Observe found the rollout
-// starts to follow, and says so in one event.
-func (e *external) follow(ctx context.Context, cr *v1alpha1.ConfigRollout) error {
-	if len(e.adopt) == 0 {
-		return nil
+// following says in one event which workloads the rollout starts to follow
+// without rolling them.
+func (e *external) following(cr *v1alpha1.ConfigRollout, workloads []string) {
+	if len(workloads) == 0 {
+		return
 	}
-	names := make([]string, 0, min(len(e.adopt), maxNamed))
-	for _, a := range e.adopt {
-		if err := e.apply(ctx, cr, a.Kind, a.Name, baselinePatch(cr, a.Kind, a.Name, a.Hash)); err != nil {
-			return errors.Wrapf(err, "cannot follow %s %q", a.Kind, a.Name)
-		}
-		if len(names) < maxNamed {
-			names = append(names, fmt.Sprintf("%s %q", a.Kind, a.Name))
-		}
+	names := strings.Join(workloads[:min(len(workloads), maxNamed)], ", ")
+	if len(workloads) > maxNamed {
+		names += ", …"
 	}
-	msg := fmt.Sprintf("Following %d workloads without rolling them: %s", len(e.adopt), strings.Join(names, ", "))
-	if len(e.adopt) > maxNamed {
-		msg += ", …"
-	}
-	e.record.Event(cr, event.Normal(reasonFollowing, msg+"; a later configuration change rolls them"))
-	return nil
+	e.record.Event(cr, event.Normal(reasonFollowing, fmt.Sprintf("Following %d workloads without rolling them: %s; a later change of the configuration rolls them", len(workloads), names)))
 }
 
 // roll applies only the hash annotation and the lock, under the
@@ -530,14 +515,14 @@ func (e *external) apply(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, 
 	return resource.IgnoreNotFound(err)
 }
 
-// Delete releases the ConfigRollout's locks and baselines, and leaves the
-// hash annotations where they are: removing those would roll the workloads.
+// Delete releases the ConfigRollout's locks and leaves the hash annotations
+// where they are: removing those would roll the workloads.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalDelete, error) {
 	held, err := lockedBy(ctx, e.cluster.Client, e.cache, cr.GetNamespace(), cr.GetName())
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}
-	release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+AnnotationLock+`":null,"`+AnnotationBaseline+`":null}}}`))
+	release := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+AnnotationLock+`":null}}}`))
 	for _, w := range held {
 		o, _ := newObject(w.Kind)
 		o.SetNamespace(cr.GetNamespace())

@@ -99,19 +99,15 @@ func deployment(name, hash, lock string, env ...corev1.EnvVar) *appsv1.Deploymen
 	return d
 }
 
-// withBaseline records baseline hash h on workload o's metadata, as a
-// rollout does when it starts to follow o.
-func withBaseline[T client.Object](o T, h string) T {
-	a := o.GetAnnotations()
-	if a == nil {
-		a = map[string]string{}
-	}
-	a[AnnotationBaseline] = h
-	o.SetAnnotations(a)
-	return o
+// followed is a rollout whose status records baseline h for Deployment api:
+// it followed api without rolling it.
+func followed(h string, mutate ...func(*v1alpha1.ConfigRollout)) *v1alpha1.ConfigRollout {
+	cr := rollout(mutate...)
+	cr.Status.AtProvider.Workloads = []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: h, Baseline: true}}
+	return cr
 }
 
-// lockedBy puts the lock of rollout r on workload o.
+// locked puts the lock of rollout r on workload o.
 func locked[T client.Object](o T, r string) T {
 	a := o.GetAnnotations()
 	if a == nil {
@@ -158,11 +154,11 @@ func TestObserve(t *testing.T) {
 			},
 		},
 		"WorkloadAdopted": {
-			reason: "A workload the rollout starts to follow is not rolled: its baseline is to be recorded, and it counts as current.",
+			reason: "A workload the rollout starts to follow is not rolled: its baseline is recorded in status, and it counts as current.",
 			cr:     rollout(),
 			objs:   []client.Object{configMap(), deployment("api", "old", "")},
 			want: want{
-				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
+				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				ready:     corev1.ConditionTrue,
 				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: allHash(), Baseline: true}},
 			},
@@ -180,8 +176,8 @@ func TestObserve(t *testing.T) {
 		},
 		"BaselineCurrent": {
 			reason: "A followed workload whose baseline is the current configuration is current: Ready, nothing to write.",
-			cr:     rollout(),
-			objs:   []client.Object{configMap(), withBaseline(deployment("api", "", "conf"), allHash())},
+			cr:     followed(allHash()),
+			objs:   []client.Object{configMap(), deployment("api", "", "")},
 			want: want{
 				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				ready:     corev1.ConditionTrue,
@@ -190,8 +186,8 @@ func TestObserve(t *testing.T) {
 		},
 		"BaselineChanged": {
 			reason: "A followed workload whose baseline is an older configuration is to be rolled.",
-			cr:     rollout(),
-			objs:   []client.Object{configMap(), withBaseline(deployment("api", "", "conf"), "old")},
+			cr:     followed("old"),
+			objs:   []client.Object{configMap(), deployment("api", "", "")},
 			want: want{
 				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
 				ready:     corev1.ConditionFalse,
@@ -377,7 +373,7 @@ func TestObserveReadsSourcesAndWorkloadsAtOnce(t *testing.T) {
 		},
 	}).Build()
 	e := &external{cluster: &target.Cluster{ID: "test", Client: c}, record: event.NewNopRecorder(), now: func() time.Time { return testNow }}
-	obs, err := e.Observe(context.Background(), rollout())
+	obs, err := e.Observe(context.Background(), followed("old"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +381,7 @@ func TestObserveReadsSourcesAndWorkloadsAtOnce(t *testing.T) {
 		t.Errorf("the ConfigMap was read before the Deployment's read began: one after the other")
 	}
 	if obs.ResourceUpToDate {
-		t.Errorf("a Deployment without the hash is up to date")
+		t.Errorf("a Deployment that runs an older configuration is up to date")
 	}
 }
 
@@ -393,23 +389,20 @@ func TestObserveReadsSourcesAndWorkloadsAtOnce(t *testing.T) {
 // lock on it.
 func carried(t *testing.T, c client.Client, kind, name string) (hash, lock string) {
 	t.Helper()
-	h, l, _ := annotations(t, c, kind, name)
-	return h, l
-}
 
-// annotations are the hash workload kind/name's pod template carries on c,
-// and the lock and baseline on its metadata.
-func annotations(t *testing.T, c client.Client, kind, name string) (hash, lock, baseline string) {
 	t.Helper()
 	o, tmpl := newObject(kind)
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: testNamespace, Name: name}, o); err != nil {
 		t.Fatal(err)
 	}
-	return tmpl.Annotations[AnnotationHash], o.GetAnnotations()[AnnotationLock], o.GetAnnotations()[AnnotationBaseline]
+	return tmpl.Annotations[AnnotationHash], o.GetAnnotations()[AnnotationLock]
 }
 
 func TestUpdate(t *testing.T) {
-	type rolled struct{ Kind, Name, Hash, Lock, Baseline string }
+	type rolled struct {
+		Kind, Name, Hash, Lock string
+		Baseline               bool
+	}
 	type want struct {
 		rolled   []rolled
 		writes   int
@@ -424,31 +417,31 @@ func TestUpdate(t *testing.T) {
 		want   want
 	}{
 		"FollowsDeployment": {
-			reason: "A workload the rollout starts to follow gets the lock and its baseline on its metadata, its pod template is untouched, and no rollout is counted.",
+			reason: "A workload the rollout starts to follow is not written to: its baseline is in status, and no rollout is counted.",
 			cr:     rollout(),
 			objs:   []client.Object{configMap(), deployment("api", "old", "")},
-			want:   want{rolled: []rolled{{KindDeployment, "api", "old", "conf", allHash()}}, writes: 1, ready: corev1.ConditionTrue},
+			want:   want{rolled: []rolled{{KindDeployment, "api", "old", "", true}}, ready: corev1.ConditionTrue},
 		},
 		"FollowsWithinDebounce": {
-			reason: "A debounce window holds back rollouts, not the baseline of a new workload; the pending one stays as it is.",
+			reason: "A debounce window holds back rollouts, not the baseline of a new workload.",
 			cr: rollout(func(cr *v1alpha1.ConfigRollout) {
 				cr.Spec.ForProvider.Workloads = append(cr.Spec.ForProvider.Workloads, v1alpha1.WorkloadRef{Kind: KindDeployment, Name: "new"})
 				cr.Spec.ForProvider.Debounce = &metav1.Duration{Duration: time.Minute}
 			}),
 			objs: []client.Object{configMap(), deployment("api", "old", "conf"), deployment("new", "", "")},
-			want: want{rolled: []rolled{{KindDeployment, "api", "old", "conf", ""}, {KindDeployment, "new", "", "conf", allHash()}}, writes: 1, ready: corev1.ConditionFalse},
+			want: want{rolled: []rolled{{KindDeployment, "api", "old", "conf", false}, {KindDeployment, "new", "", "", true}}, ready: corev1.ConditionFalse},
 		},
 		"RollsOnAdoption": {
 			reason: "With rollOnAdoption a workload the rollout starts to follow gets the hash in its pod template, and the lock; the rollout is counted.",
 			cr:     rollout(func(cr *v1alpha1.ConfigRollout) { cr.Spec.ForProvider.RollOnAdoption = true }),
 			objs:   []client.Object{configMap(), deployment("api", "old", "")},
-			want:   want{rolled: []rolled{{KindDeployment, "api", allHash(), "conf", ""}}, writes: 1, rollouts: 1, ready: corev1.ConditionTrue},
+			want:   want{rolled: []rolled{{KindDeployment, "api", allHash(), "conf", false}}, writes: 1, rollouts: 1, ready: corev1.ConditionTrue},
 		},
 		"RollsDeployment": {
 			reason: "A followed workload that does not carry the hash gets it in its pod template; the rollout is counted.",
 			cr:     rollout(),
 			objs:   []client.Object{configMap(), deployment("api", "old", "conf")},
-			want:   want{rolled: []rolled{{KindDeployment, "api", allHash(), "conf", ""}}, writes: 1, rollouts: 1, ready: corev1.ConditionTrue},
+			want:   want{rolled: []rolled{{KindDeployment, "api", allHash(), "conf", false}}, writes: 1, rollouts: 1, ready: corev1.ConditionTrue},
 		},
 		"RollsCronJob": {
 			reason: "A CronJob gets the hash in its job template's pod template, so its next Job uses the new configuration.",
@@ -456,41 +449,45 @@ func TestUpdate(t *testing.T) {
 				cr.Spec.ForProvider.Workloads = []v1alpha1.WorkloadRef{{Kind: KindCronJob, Name: "nightly"}, {Kind: KindDeployment, Name: "api"}}
 			}),
 			objs: []client.Object{configMap(), locked(cronJob("nightly", ""), "conf"), deployment("api", allHash(), "conf")},
-			want: want{rolled: []rolled{{KindCronJob, "nightly", allHash(), "conf", ""}, {KindDeployment, "api", allHash(), "conf", ""}}, writes: 1, rollouts: 2, ready: corev1.ConditionTrue},
+			want: want{rolled: []rolled{{KindCronJob, "nightly", allHash(), "conf", false}, {KindDeployment, "api", allHash(), "conf", false}}, writes: 1, rollouts: 2, ready: corev1.ConditionTrue},
 		},
 		"AutoRollsToKeyHash": {
 			reason: "In auto mode a workload that reads key PORT alone gets the hash of that key; one that reads the whole ConfigMap gets the hash of all of it.",
-			cr:     rollout(auto),
-			objs: []client.Object{configMap(), withBaseline(deployment("api", "", "conf", readsPort()), "old"), func() client.Object {
-				d := deployment("all", "", "conf")
+			cr:     followed("old", auto),
+			objs: []client.Object{configMap(), deployment("api", "", "", readsPort()), func() client.Object {
+				d := deployment("all", "old", "conf")
 				d.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}
 				return d
 			}()},
-			want: want{rolled: []rolled{{KindDeployment, "all", allHash(), "conf", ""}, {KindDeployment, "api", portHash(), "conf", "old"}}, writes: 2, rollouts: 2, ready: corev1.ConditionTrue},
+			want: want{rolled: []rolled{{KindDeployment, "all", allHash(), "conf", false}, {KindDeployment, "api", portHash(), "conf", false}}, writes: 2, rollouts: 2, ready: corev1.ConditionTrue},
 		},
 		"NothingToRoll": {
 			reason: "A rollout whose workloads are current writes nothing.",
 			cr:     rollout(),
 			objs:   []client.Object{configMap(), deployment("api", allHash(), "conf")},
-			want:   want{rolled: []rolled{{KindDeployment, "api", allHash(), "conf", ""}}, rollouts: 1, ready: corev1.ConditionTrue},
+			want:   want{rolled: []rolled{{KindDeployment, "api", allHash(), "conf", false}}, rollouts: 1, ready: corev1.ConditionTrue},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			e, c, writes := newExternal(t, tc.objs...)
-			if _, err := e.Observe(context.Background(), tc.cr); err != nil {
+			obs, err := e.Observe(context.Background(), tc.cr)
+			if err != nil {
 				t.Fatalf("\n%s\nObserve(...): %v", tc.reason, err)
 			}
-			if _, err := e.Update(context.Background(), tc.cr); err != nil {
-				t.Fatalf("\n%s\nUpdate(...): %v", tc.reason, err)
+			// As the managed reconciler does.
+			if !obs.ResourceUpToDate {
+				if _, err := e.Update(context.Background(), tc.cr); err != nil {
+					t.Fatalf("\n%s\nUpdate(...): %v", tc.reason, err)
+				}
 			}
 			got := want{writes: *writes, rollouts: tc.cr.Status.AtProvider.Rollouts, ready: tc.cr.GetCondition(xpv2.TypeReady).Status}
 			for _, w := range tc.cr.Status.AtProvider.Workloads {
-				h, l, b := annotations(t, c, w.Kind, w.Name)
-				if runs := map[bool]string{false: h, true: b}[w.Baseline]; runs != w.Hash && w.LastRollout != nil {
-					t.Errorf("\n%s\nstatus says %s %s runs %q (baseline %t), it carries %q", tc.reason, w.Kind, w.Name, w.Hash, w.Baseline, runs)
+				h, l := carried(t, c, w.Kind, w.Name)
+				if h != w.Hash && !w.Baseline {
+					t.Errorf("\n%s\nstatus says %s %s carries %q, it carries %q", tc.reason, w.Kind, w.Name, w.Hash, h)
 				}
-				got.rolled = append(got.rolled, rolled{w.Kind, w.Name, h, l, b})
+				got.rolled = append(got.rolled, rolled{w.Kind, w.Name, h, l, w.Baseline})
 			}
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(want{})); diff != "" {
 				t.Errorf("\n%s\nUpdate(...): -want, +got:\n%s", tc.reason, diff)

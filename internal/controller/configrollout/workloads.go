@@ -51,12 +51,9 @@ func templatePath(kind string) []string {
 // A workload is a Deployment, StatefulSet, DaemonSet or CronJob, seen through
 // its pod template.
 type workload struct {
-	Kind string
-	Name string
-	Lock string // the ConfigRollout it follows, from AnnotationLock
-	// Baseline is the hash recorded when the rollout started to follow the
-	// workload without rolling it, from AnnotationBaseline.
-	Baseline string
+	Kind     string
+	Name     string
+	Lock     string // the ConfigRollout it follows, from AnnotationLock
 	Template *corev1.PodTemplateSpec
 	// Object is the whole workload, whose status says whether its rollout
 	// has settled (strategy.go).
@@ -65,17 +62,6 @@ type workload struct {
 
 // templateHash is the hash the workload's pod template carries.
 func (w workload) templateHash() string { return w.Template.GetAnnotations()[AnnotationHash] }
-
-// carried is the hash of the configuration the workload's pods run with,
-// given the hash it is to carry and all, the hash of every source together:
-// the one its pod template carries once a rollout rolled it, else the
-// baseline recorded when the rollout started to follow it.
-func (w workload) carried(want, all string) string {
-	if h := w.templateHash(); w.Baseline == "" || upToDate(h, want, all) {
-		return h
-	}
-	return w.Baseline
-}
 
 func newObject(kind string) (client.Object, *corev1.PodTemplateSpec) {
 	var o client.Object
@@ -209,8 +195,7 @@ func get(ctx context.Context, c client.Reader, ns string, refs []v1alpha1.Worklo
 
 // asWorkload is workload o of kind, which newObject made.
 func asWorkload(kind string, o client.Object) workload {
-	a := o.GetAnnotations()
-	return workload{Kind: kind, Name: o.GetName(), Lock: a[AnnotationLock], Baseline: a[AnnotationBaseline], Template: template(o), Object: o}
+	return workload{Kind: kind, Name: o.GetName(), Lock: o.GetAnnotations()[AnnotationLock], Template: template(o), Object: o}
 }
 
 // template is the pod template of a workload object newObject made.
@@ -338,20 +323,6 @@ func rollPatch(cr *v1alpha1.ConfigRollout, kind, name, hash string) (*unstructur
 		return nil, errors.Wrap(err, "cannot build rollout patch")
 	}
 	return u, nil
-}
-
-// baselinePatch is the server-side apply patch that starts to follow a
-// workload without rolling it: the lock and the baseline hash on its
-// metadata, which no controller rolls pods for. The rollout's next roll
-// applies the template's hash without the baseline, and server-side apply
-// then removes the baseline, which this field manager alone owns.
-func baselinePatch(cr *v1alpha1.ConfigRollout, kind, name, hash string) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(GroupVersionKind(kind))
-	u.SetNamespace(cr.GetNamespace())
-	u.SetName(name)
-	u.SetAnnotations(map[string]string{AnnotationLock: cr.GetName(), AnnotationBaseline: hash})
-	return u
 }
 
 // want works out, and remembers for Update, the hash workload w is to carry:

@@ -1,0 +1,107 @@
+package configrollout
+
+import (
+	"context"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+)
+
+// indexFollowing is the field index of ConfigRollouts by the workloads they
+// follow without having rolled them ("Kind/name", from the baselines in
+// status). Such a workload carries no lock yet: this index is how two
+// rollouts that start to follow one workload find each other.
+const indexFollowing = "configrollout.following"
+
+// followingValues are a ConfigRollout's values of indexFollowing.
+func followingValues(o client.Object) []string {
+	cr, ok := o.(*v1alpha1.ConfigRollout)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, w := range cr.Status.AtProvider.Workloads {
+		if w.Baseline {
+			out = append(out, workloadKey(w.Kind, w.Name))
+		}
+	}
+	return out
+}
+
+// first reports whether a precedes b among rollouts that follow one
+// workload: the older one follows it, then the one first by name.
+func first(a, b *v1alpha1.ConfigRollout) bool {
+	ta, tb := a.GetCreationTimestamp(), b.GetCreationTimestamp()
+	if !ta.Equal(&tb) {
+		return ta.Before(&tb)
+	}
+	return a.GetName() < b.GetName()
+}
+
+// followedBy returns the rollout other than cr that follows workload key
+// without a lock and precedes cr, or "" when cr may follow it: a workload
+// follows one ConfigRollout, whether by a lock or a baseline.
+func followedBy(ctx context.Context, r client.Reader, cr *v1alpha1.ConfigRollout, key string) string {
+	if r == nil {
+		return ""
+	}
+	l := &v1alpha1.ConfigRolloutList{}
+	if err := r.List(ctx, l, client.InNamespace(cr.GetNamespace()), client.MatchingFields{indexFollowing: key}, client.UnsafeDisableDeepCopy); err != nil {
+		return ""
+	}
+	by := ""
+	for i := range l.Items {
+		o := &l.Items[i]
+		if o.GetName() != cr.GetName() && o.GetDeletionTimestamp() == nil && first(o, cr) && (by == "" || o.GetName() < by) {
+			by = o.GetName()
+		}
+	}
+	return by
+}
+
+// watchFollowers reconciles, when a rollout that followed workloads without
+// a lock is deleted, the other rollouts of its namespace that may pick them:
+// those that name one, pick by label or by use. Without a lock released there
+// is no workload event to tell them that the next in line follows it now.
+func watchFollowers(b *builder.Builder, c client.Reader, autos *autoRollouts) *builder.Builder {
+	h := handler.Funcs{
+		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			keys := followingValues(e.Object)
+			if len(keys) == 0 {
+				return
+			}
+			ns := e.Object.GetNamespace()
+			names := autos.all(ns)
+			for _, v := range append(keys, selectorMarker) {
+				l := &v1alpha1.ConfigRolloutList{}
+				if err := c.List(ctx, l, client.InNamespace(ns), client.MatchingFields{indexWorkloads: v}, client.UnsafeDisableDeepCopy); err != nil {
+					continue
+				}
+				for _, o := range l.Items {
+					names = append(names, o.GetName())
+				}
+			}
+			slices.Sort(names)
+			for _, n := range slices.Compact(names) {
+				if n != e.Object.GetName() {
+					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: n}})
+				}
+			}
+		},
+	}
+	deleted := predicate.Funcs{
+		CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+		UpdateFunc:  func(ctrlevent.UpdateEvent) bool { return false },
+		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+	}
+	return b.Watches(&v1alpha1.ConfigRollout{}, h, builder.WithPredicates(deleted))
+}
