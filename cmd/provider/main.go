@@ -46,35 +46,30 @@ type options struct {
 }
 
 func parse(args []string) (options, error) {
-	o := options{}
+	o, d := options{}, provider.DefaultOptions()
 	fs := flag.NewFlagSet("provider", flag.ContinueOnError)
 	fs.BoolVar(&o.debug, "debug", false, "Log at debug level.")
-	fs.DurationVar(&o.poll, "poll", 10*time.Minute, "Safety-net interval at which each managed resource is checked for drift; kinds react to watch events at once.")
-	fs.IntVar(&o.pollJitter, "poll-jitter-percentage", 10, "Spread of the safety-net polls: each is --poll plus or minus up to this percent of it (0-100), so that resources created or restarted together do not poll together.")
-	fs.DurationVar(&o.sync, "sync", time.Hour, "Interval at which the informer caches are resynced.")
-	// The kinds act on the Kubernetes API, whose priority and fairness protects
-	// it, not on a cloud API with quotas: 10, the usual Crossplane default,
-	// would make a 1000-namespace copy wait on the client for 20 s.
-	fs.IntVar(&o.maxReconcileRate, "max-reconcile-rate", 100, "Maximum reconciles per second across all controllers.")
+	fs.DurationVar(&o.poll, "poll", d.Poll, "Safety-net interval at which each managed resource is checked for drift; kinds react to watch events at once.")
+	fs.IntVar(&o.pollJitter, "poll-jitter-percentage", int(d.PollJitter*100), "Spread of the safety-net polls: each is --poll plus or minus up to this percent of it (0-100), so that resources created or restarted together do not poll together.")
+	fs.DurationVar(&o.sync, "sync", d.Sync, "Interval at which the informer caches are resynced.")
+	fs.IntVar(&o.maxReconcileRate, "max-reconcile-rate", d.MaxReconcileRate, "Maximum reconciles per second across all controllers.")
 	// crossplane-runtime gives clients 5x the reconcile rate per resource: a
 	// CopyRule with ten targets sends ten writes a reconcile, and that limit,
 	// not the API server, set the pace of a fleet of them and held a change
 	// heard meanwhile for seconds behind the queued routine requests.
-	fs.Float64Var(&o.clientQPS, "client-qps", 0, "Requests per second each API client may send per resource (with twice that burst); routine requests wait for it, those of reconciles a change in the cluster caused, watches and lease renewals go first. 0 means no client-side limit: the API server's priority and fairness and --max-routine-requests bound the load.")
-	fs.IntVar(&o.maxRoutineRequests, "max-routine-requests", provider.DefaultMaxRoutineRequests, "Routine requests (new resources, polls, resyncs, a restart's checks) the provider keeps in flight to the API server; requests of reconciles that a change in the cluster caused skip this bound, so that they do not queue behind a converging fleet. 0 means no bound.")
-	fs.IntVar(&o.quietRoutineRequests, "quiet-routine-requests", provider.DefaultQuietRoutineRequests, "Routine requests the provider keeps in flight while a reconcile that a change in the cluster caused runs, so that its requests share the API server with fewer routine ones. 0, or a value not below --max-routine-requests, keeps --max-routine-requests throughout.")
-	fs.BoolVar(&o.leaderElection, "leader-election", false, "Elect a leader so that only one replica reconciles.")
-	fs.BoolVar(&o.enableManagementPolicies, "enable-management-policies", true, "Honour spec.managementPolicies of managed resources.")
-	fs.BoolVar(&o.safeStart, "safe-start", true, "Start each kind's controller only once its CRD is installed (Crossplane safe-start).")
-	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "crossplane-system"), "The provider's own namespace: leader election lease, and never reachable by managed resources.")
-	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
-	fs.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", "Address of the /healthz and /readyz endpoints; 0 disables them.")
-	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "Address of the Go profiler's /debug/pprof endpoints; 0 disables them.")
-	// How fast a replica takes over from a leader that died without releasing
-	// its lease; the defaults suit a production cluster, tests shorten them.
-	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", 60*time.Second, "How long a leader's lease lasts without renewal: the longest a replica waits to take over from a leader that died.")
-	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", 50*time.Second, "How long the leader keeps trying to renew its lease before it gives up leading (and exits).")
-	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", 2*time.Second, "How often replicas try to acquire or renew the lease.")
+	fs.Float64Var(&o.clientQPS, "client-qps", float64(d.ClientQPS), "Requests per second each API client may send per resource (with twice that burst); routine requests wait for it, those of reconciles a change in the cluster caused, watches and lease renewals go first. 0 means no client-side limit: the API server's priority and fairness and --max-routine-requests bound the load.")
+	fs.IntVar(&o.maxRoutineRequests, "max-routine-requests", d.MaxRoutineRequests, "Routine requests (new resources, polls, resyncs, a restart's checks) the provider keeps in flight to the API server; requests of reconciles that a change in the cluster caused skip this bound, so that they do not queue behind a converging fleet. 0 means no bound.")
+	fs.IntVar(&o.quietRoutineRequests, "quiet-routine-requests", d.QuietRoutineRequests, "Routine requests the provider keeps in flight while a reconcile that a change in the cluster caused runs, so that its requests share the API server with fewer routine ones. 0, or a value not below --max-routine-requests, keeps --max-routine-requests throughout.")
+	fs.BoolVar(&o.leaderElection, "leader-election", d.LeaderElection, "Elect a leader so that only one replica reconciles.")
+	fs.BoolVar(&o.enableManagementPolicies, "enable-management-policies", d.ManagementPolicies, "Honour spec.managementPolicies of managed resources.")
+	fs.BoolVar(&o.safeStart, "safe-start", d.SafeStart, "Start each kind's controller only once its CRD is installed (Crossplane safe-start).")
+	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", d.Namespace), "The provider's own namespace: leader election lease, and never reachable by managed resources.")
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", d.MetricsAddr, "Address of the Prometheus metrics endpoint; 0 disables it.")
+	fs.StringVar(&o.healthAddr, "health-probe-bind-address", d.HealthAddr, "Address of the /healthz and /readyz endpoints; 0 disables them.")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", d.PprofAddr, "Address of the Go profiler's /debug/pprof endpoints; 0 disables them.")
+	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", d.LeaseDuration, "How long a leader's lease lasts without renewal: the longest a replica waits to take over from a leader that died.")
+	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", d.RenewDeadline, "How long the leader keeps trying to renew its lease before it gives up leading (and exits).")
+	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", d.RetryPeriod, "How often replicas try to acquire or renew the lease.")
 	// As in crossplane-runtime's providers: off by default, and the socket is
 	// where Crossplane's changelogs sidecar listens.
 	fs.BoolVar(&o.enableChangeLogs, "enable-changelogs", false, "Send every create, update and delete of every managed resource kind to the change-log gRPC service (alpha).")

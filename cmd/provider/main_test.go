@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/clusterops/provider-clusterops/internal/provider"
 )
 
 func TestParse(t *testing.T) {
@@ -103,5 +106,18 @@ func TestParse(t *testing.T) {
 				t.Errorf("\n%s\nparse(%v): -want, +got:\n%s", tc.reason, tc.args, diff)
 			}
 		})
+	}
+}
+
+// TestFlagDefaultsAreDefaultOptions: a provider started without flags runs
+// with provider.DefaultOptions, which the test harness starts from too.
+func TestFlagDefaultsAreDefaultOptions(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	o, err := parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(provider.DefaultOptions(), providerOptions(o, nil, nil), cmpopts.IgnoreUnexported(provider.Options{})); diff != "" {
+		t.Errorf("the flags' defaults are not provider.DefaultOptions: -want, +got:\n%s", diff)
 	}
 }

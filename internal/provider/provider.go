@@ -158,14 +158,6 @@ func Scheme() (*kruntime.Scheme, error) {
 	return s, errors.Wrap(apis.AddToScheme(s), "cannot add APIs to scheme")
 }
 
-// DefaultMaxRoutineRequests is --max-routine-requests' default: as many
-// requests in flight as the fleet benchmark's raw client keeps, which paces a
-// fleet's converge as fast as the API server takes it on 2 cores.
-const DefaultMaxRoutineRequests = 32
-
-// DefaultQuietRoutineRequests is --quiet-routine-requests' default.
-const DefaultQuietRoutineRequests = 8
-
 // New builds the provider o describes. Start runs it.
 func New(o Options) (*Provider, error) { //nolint:gocyclo // A list of steps.
 	if o.Config == nil {

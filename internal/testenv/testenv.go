@@ -284,24 +284,15 @@ func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate in
 	return p.Resolver, nil
 }
 
-// ProviderOptions are cmd/provider's defaults for a provider that tests run
-// against cfg: with the poll interval and --max-reconcile-rate, without jitter
-// (so a test's poll is the poll), and with no endpoints listening, as several
-// may run in one process.
+// ProviderOptions are the provider's defaults (provider.DefaultOptions) for a
+// provider that tests run against cfg: with the poll interval and
+// --max-reconcile-rate, without jitter (so a test's poll is the poll), and
+// with no endpoints listening, as several may run in one process.
 func ProviderOptions(cfg *rest.Config, poll time.Duration, rate int) provider.Options {
-	return provider.Options{
-		Config:             cfg,
-		Namespace:          ProviderNamespace,
-		MaxReconcileRate:   rate,
-		MaxRoutineRequests: provider.DefaultMaxRoutineRequests,
-		Poll:               poll,
-		Sync:               time.Hour,
-		ManagementPolicies: true,
-		SafeStart:          true,
-		MetricsAddr:        "0",
-		HealthAddr:         "0",
-		PprofAddr:          "0",
-	}
+	o := provider.DefaultOptions()
+	o.Config, o.Namespace, o.MaxReconcileRate, o.Poll, o.PollJitter = cfg, ProviderNamespace, rate, poll, 0
+	o.MetricsAddr, o.HealthAddr, o.PprofAddr = "0", "0", "0"
+	return o
 }
 
 // Namespace creates a namespace with a unique name starting with prefix and
