@@ -22,6 +22,7 @@ TARGETS="
 ./internal/controller/configrollout/        FuzzNextWave
 ./internal/controller/configrollout/        FuzzWorkloadHash
 ./internal/controller/configrollout/        FuzzReadersIndex
+./internal/controller/configrollout/        FuzzRuns
 ./internal/controller/copyrule/             FuzzSelectTargets
 ./internal/controller/copyrule/             FuzzCopyContent
 ./internal/controller/copyrule/             FuzzMakePlan

@@ -75,10 +75,9 @@ type ConfigRolloutParameters struct {
 	// it (the rollout is created, a selector or auto first picks it, it is
 	// created later), so that its pods pick up the configuration as it is
 	// then, under the strategy and windows. Off by default: a workload the
-	// rollout starts to follow is taken to run the current configuration, a
-	// baseline is recorded on its metadata (annotation
-	// workload.clusterops.io/config-baseline), and only a later change of
-	// the configuration rolls it.
+	// rollout starts to follow is taken to run the current configuration,
+	// recorded as its baseline in status.atProvider.workloads, nothing is
+	// written to it, and only a later change of the configuration rolls it.
 	// +optional
 	RollOnAdoption bool `json:"rollOnAdoption,omitempty"`
 
@@ -236,7 +235,7 @@ type RolledWorkload struct {
 	Hash string `json:"hash,omitempty"`
 	// Baseline is true while the workload has not been rolled since the
 	// rollout started to follow it: Hash is the configuration it was taken
-	// to run with then, recorded on its metadata, not in its pod template.
+	// to run with then, recorded here and not on the workload.
 	// +optional
 	Baseline bool `json:"baseline,omitempty"`
 	// LastRollout is when this ConfigRollout last rolled it.

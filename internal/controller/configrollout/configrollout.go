@@ -345,20 +345,9 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 			}
 		}
 		want := e.want(cr, w, o.Hash)
-		rec, known := recorded[key]
-		carried, baseline := w.templateHash(), false
-		switch {
-		case upToDate(carried, want, o.Hash) || w.Lock == cr.GetName():
-			// Its pod template carries the configuration it runs: the
-			// current one, or the one this rollout last rolled it to.
-		case known && rec.Baseline:
-			// Followed and not rolled since: it runs its baseline.
-			carried, baseline = rec.Hash, true
-		case len(missing) == 0 && !cr.Spec.ForProvider.RollOnAdoption:
-			// The rollout starts to follow it: its running pods are taken to
-			// use the configuration as it is, recorded as its baseline in
-			// status, and nothing is rolled or written.
-			carried, baseline = want, true
+		rec := recorded[key]
+		carried, baseline, adopted := runs(w.templateHash(), w.Lock == cr.GetName(), rec, want, o.Hash, len(missing) == 0 && !cr.Spec.ForProvider.RollOnAdoption)
+		if adopted {
 			followed = append(followed, fmt.Sprintf("%s %q", w.Kind, w.Name))
 		}
 		if rec.Hash != want && carried == want && !baseline && (rec.Hash != "" || w.Lock == cr.GetName()) {

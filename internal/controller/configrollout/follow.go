@@ -16,6 +16,30 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 )
 
+// runs works out the hash of the configuration a selected workload's pods
+// run with, and whether that is a baseline: template is the hash its pod
+// template carries, ours whether it carries this rollout's lock, rec what
+// the rollout's status recorded of it (zero when nothing), want the hash it
+// is to carry and all that of every source together. A workload the rollout
+// starts to follow (no lock of ours, no baseline recorded, a template that
+// does not carry the current hash) is adopted when adopt allows: its pods are
+// taken to run the current configuration, recorded as its baseline, so that
+// nothing rolls it until the configuration changes.
+func runs(template string, ours bool, rec v1alpha1.RolledWorkload, want, all string, adopt bool) (carried string, baseline, adopted bool) {
+	switch {
+	case upToDate(template, want, all) || ours:
+		// Its pod template carries the configuration it runs: the current
+		// one, or the one this rollout last rolled it to.
+		return template, false, false
+	case rec.Baseline:
+		// Followed and not rolled since: it runs its baseline.
+		return rec.Hash, true, false
+	case adopt:
+		return want, true, true
+	}
+	return template, false, false
+}
+
 // indexFollowing is the field index of ConfigRollouts by the workloads they
 // follow without having rolled them ("Kind/name", from the baselines in
 // status). Such a workload carries no lock yet: this index is how two

@@ -48,3 +48,61 @@ func TestFirst(t *testing.T) {
 		})
 	}
 }
+
+func TestRuns(t *testing.T) {
+	type want struct {
+		carried           string
+		baseline, adopted bool
+	}
+	followed := v1alpha1.RolledWorkload{Kind: KindDeployment, Name: "api", Hash: "old", Baseline: true}
+	cases := map[string]struct {
+		reason   string
+		template string
+		ours     bool
+		rec      v1alpha1.RolledWorkload
+		adopt    bool
+		want     want
+	}{
+		"New":            {reason: "A workload the rollout starts to follow runs the current configuration, as its baseline.", template: "", adopt: true, want: want{carried: "want", baseline: true, adopted: true}},
+		"NewOtherHash":   {reason: "So does one whose template carries a hash it did not write.", template: "foreign", adopt: true, want: want{carried: "want", baseline: true, adopted: true}},
+		"NewNoAdopt":     {reason: "With rollOnAdoption (or a source missing) it runs what its template says, to be rolled.", template: "foreign", want: want{carried: "foreign"}},
+		"Current":        {reason: "A template that carries the current hash is current, whatever else.", template: "want", adopt: true, want: want{carried: "want"}},
+		"CarriesAll":     {reason: "So is one that carries the hash of every source together.", template: "all", rec: followed, want: want{carried: "all"}},
+		"Ours":           {reason: "A template this rollout rolled runs what it carries.", template: "old", ours: true, rec: followed, adopt: true, want: want{carried: "old"}},
+		"Followed":       {reason: "A followed workload runs its baseline until it is rolled.", template: "", rec: followed, adopt: true, want: want{carried: "old", baseline: true}},
+		"FollowedNoRoll": {reason: "Its baseline holds without adopt too: turning rollOnAdoption on rolls nothing by itself.", template: "foreign", rec: followed, want: want{carried: "old", baseline: true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c, b, a := runs(tc.template, tc.ours, tc.rec, "want", "all", tc.adopt)
+			if diff := cmp.Diff(tc.want, want{c, b, a}, cmp.AllowUnexported(want{})); diff != "" {
+				t.Errorf("\n%s\nruns(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// FuzzRuns: a workload the rollout starts to follow is never to be rolled
+// unless rollOnAdoption asks, and a workload is to be rolled only when what
+// it runs is not the current configuration.
+func FuzzRuns(f *testing.F) {
+	f.Add("", false, "", false, "w", "a", true)
+	f.Add("w", true, "old", true, "w", "a", false)
+	f.Fuzz(func(t *testing.T, template string, ours bool, recHash string, recBaseline bool, want, all string, adopt bool) {
+		if want == "" {
+			return
+		}
+		rec := v1alpha1.RolledWorkload{Hash: recHash, Baseline: recBaseline}
+		carried, baseline, adopted := runs(template, ours, rec, want, all, adopt)
+		pending := !upToDate(carried, want, all)
+		if adopted && (pending || !adopt || ours || recBaseline) {
+			t.Errorf("runs(%q, %t, %+v, %q, %q, %t) adopted it: carried %q, to roll %t", template, ours, rec, want, all, adopt, carried, pending)
+		}
+		if adopt && !ours && !recBaseline && pending {
+			t.Errorf("runs(%q, %t, %+v, %q, %q, %t): a workload started to follow is to be rolled", template, ours, rec, want, all, adopt)
+		}
+		if baseline && carried != want && carried != recHash {
+			t.Errorf("runs(...) baseline %q is neither the recorded one nor the current one", carried)
+		}
+	})
+}
