@@ -64,11 +64,11 @@ e2e: ## Run the e2e tests on a local control plane (started and stopped unless o
 	cluster/local/e2e.sh
 
 .PHONY: bench
-bench: ## Run the benchmarks on the local control plane and write docs/benchmarks.md.
+bench: ## Run the benchmarks on the local control plane and write docs/performance.md.
 	cluster/local/bench.sh
 
 .PHONY: bench-fleet
-bench-fleet: ## Run the fleet benchmarks (every kind, 100 to 10,000 at once) and add them to docs/benchmarks.md.
+bench-fleet: ## Run the fleet benchmarks (every kind, 100 to 10,000 at once) and add them to docs/performance.md.
 	cluster/local/bench-fleet.sh
 
 .PHONY: fuzz

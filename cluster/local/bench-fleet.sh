@@ -7,10 +7,10 @@
 # BenchmarkFleet (test/bench/fleet_test.go) in a process of its own with a fresh provider;
 # its result lands in docs/fleet/<kind>-<layout>-<n>.json (committed: a narrowed run
 # replaces only its own scenarios' results, and the report can be written again on any
-# machine), and hack/fleetreport turns them into docs/benchmarks-fleet.md and
-# docs/fleet.svg, appended to docs/benchmarks.md. docs/fleet/took says when each was run.
+# machine), and hack/fleetreport turns them into docs/fleet/report.md and
+# docs/fleet.svg, appended to docs/performance.md. docs/fleet/took says when each was run.
 #
-# On 2 cores (session 25) a scenario at 100 takes half a minute, at 1,000 one to three
+# On 2 cores a scenario at 100 takes half a minute, at 1,000 one to three
 # (AppBundle's), at 10,000 (2,000) 2 to 10.5: the raw client alone takes 1 to 2 minutes a
 # scenario at 10,000, the provider longer, its restart is measured too, and in one namespace
 # the controller-manager's catching up with 10,000 Deployments takes minutes. The whole tier
@@ -100,10 +100,10 @@ if [[ -z "${FLEET_REPORT_ONLY:-}" ]]; then
   fi
 fi
 
-go run ./hack/fleetreport -in "$results" -md docs/benchmarks-fleet.md -svg docs/fleet.svg
-# docs/benchmarks.md ends with the fleet report; make bench keeps it there.
-sed -i '/^<!-- fleet -->$/,$d' docs/benchmarks.md
-{ echo "<!-- fleet -->"; cat docs/benchmarks-fleet.md; } >>docs/benchmarks.md
+go run ./hack/fleetreport -in "$results" -md docs/fleet/report.md -svg docs/fleet.svg
+# docs/performance.md ends with the fleet report; make bench keeps it there.
+sed -i '/^<!-- fleet -->$/,$d' docs/performance.md
+{ echo "<!-- fleet -->"; cat docs/fleet/report.md; } >>docs/performance.md
 if [[ -n "${failed[*]:-}" ]]; then
   echo "bench-fleet: failed scenarios: ${failed[*]}" >&2
   exit 1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the benchmarks against the local control plane (started and stopped unless one is up) and
-# writes the results table to docs/benchmarks.md. Benchmarks measure; nothing here fails on a
+# writes the results table to docs/performance.md. Benchmarks measure; nothing here fails on a
 # timing. Each scenario is its own `go test` run with a fresh provider process (bin/provider, its
 # default flags); BENCH_COUNT (default 3) repeats the short scenarios and BENCH_FANOUT_COUNT
 # (default 5) the fan-out; their table rows give the median and, in brackets, the spread
@@ -9,7 +9,7 @@
 # BENCH_APPBUNDLES, BENCH_COPY_NAMESPACES, BENCH_IDLE_MRS, BENCH_MEM_SELECTED and
 # BENCH_MEM_UNSELECTED size the scenarios. BENCH_SCENARIOS (benchmark names, space-separated) runs
 # only those again and keeps the other results of the last run. BENCH_TABLE_ONLY=1 runs nothing and
-# writes docs/benchmarks.md again from the last results (after editing docs/benchmark-findings.md).
+# writes docs/performance.md again from the last results (after editing docs/bench/notes.md).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=common.sh
@@ -132,11 +132,11 @@ rate="${BENCH_RATE:-100 (default)}"
   echo "| 8 | ConfigRollout staggered: one ConfigMap read by $(stat BenchmarkConfigRolloutStaggered deployments) Deployments of one replica, \`strategy.maxConcurrent: $(stat BenchmarkConfigRolloutStaggered max-concurrent)\`; ConfigMap changed → every Deployment rolled, each wave once the previous is available again (kwok runs the pods); the most seen rolling at once, from a list every 250 ms | $(stat BenchmarkConfigRolloutStaggered s-to-all-rolled) s, at most $(stat BenchmarkConfigRolloutStaggered most-in-flight) in flight | ≤ maxConcurrent in flight |"
   echo "| 7 | Throughput: ${BENCH_APPBUNDLES:-1000} AppBundles applied at once → all Ready (claim bound, Deployment Available) | $(stat BenchmarkAppBundlesToReady s-to-all-ready) s, $(stat BenchmarkAppBundlesToReady MRs/s) MRs/s | — |"
   echo
-  cat "$root/docs/benchmark-findings.md"
+  cat "$root/docs/bench/notes.md"
   # make bench-fleet's report stays at the end.
-  [[ ! -f "$root/docs/benchmarks-fleet.md" ]] || { echo "<!-- fleet -->"; cat "$root/docs/benchmarks-fleet.md"; }
-} >"$root/docs/benchmarks.md"
-cat "$root/docs/benchmarks.md"
+  [[ ! -f "$root/docs/fleet/report.md" ]] || { echo "<!-- fleet -->"; cat "$root/docs/fleet/report.md"; }
+} >"$root/docs/performance.md"
+cat "$root/docs/performance.md"
 if [[ -s "$out/failed" ]]; then
   echo "bench: failed scenarios: $(tr '\n' ' ' <"$out/failed")(see $out/raw.txt)" >&2
   exit 1

@@ -41,10 +41,10 @@ type result struct {
 	// Commit is the provider's source the scenario ran.
 	Commit string
 	// WallSeconds is the whole scenario's time, setup and restart included
-	// (results before session 23 have none).
+	// (0 in a result that did not record it).
 	WallSeconds float64
-	// Phases is what each step of the scenario took, in seconds (results
-	// before session 24 have none).
+	// Phases is what each step of the scenario took, in seconds (nil in a
+	// result that did not record them).
 	Phases map[string]float64
 	// Recovered says where a result whose raw form was lost was read back
 	// from; its event → action latencies are then the summaries below, not
@@ -90,9 +90,9 @@ func (r result) goroutinesPerMR() float64 { return (r.Goroutines - r.BaseGorouti
 
 func main() {
 	in := flag.String("in", ".cache/bench/fleet", "directory of the scenarios' JSON results")
-	md := flag.String("md", "docs/benchmarks-fleet.md", "Markdown report to write")
+	md := flag.String("md", "docs/fleet/report.md", "Markdown report to write")
 	svg := flag.String("svg", "docs/fleet.svg", "chart to write")
-	findings := flag.String("findings", "docs/benchmark-fleet-findings.md", "hand-written findings appended to the report, when the file exists")
+	findings := flag.String("findings", "", "hand-written notes appended to the report, when set and the file exists")
 	flag.Parse()
 	rs, err := read(*in)
 	if err != nil {
@@ -197,9 +197,8 @@ func readWhy(path string) (map[string]string, error) {
 }
 
 // tierMinutes is the tier's time as its results tell it: the sum of the
-// scenarios' wall times, each scenario without one (results before session
-// 23) counted by its timed phases, floor, converge and restart, which are
-// less than its wall time.
+// scenarios' wall times, each scenario without one counted by its timed
+// phases, floor, converge and restart, which are less than its wall time.
 func tierMinutes(rs []result) (total, timed float64, estimated int) {
 	for _, r := range rs {
 		phases := r.FloorSeconds + r.Seconds + r.RestartSeconds
@@ -244,7 +243,7 @@ func tierResult(rs []result, took string, fanout []string) (string, bool) {
 	} else {
 		tier = fmt.Sprintf("%.0f min for the %d scenarios, the sum of their runs", total, len(rs)+len(fanout))
 		if estimated > 0 {
-			tier += fmt.Sprintf(" (%d of them counted by their timed phases alone, which is less than their wall time: the fan-out ones, and those run before the wall time was recorded)", estimated)
+			tier += fmt.Sprintf(" (%d of them counted by their timed phases alone, which is less than their wall time: the fan-out ones, and those whose result records no wall time)", estimated)
 		}
 	}
 	tier += fmt.Sprintf("; their timed phases alone, floor, converge and restart: %.0f min. The raw client's phases take %.0f min, so floor and converge take at least %.0f min even with every converge at its 1.5× target", timed, floor, floor*2.5)
@@ -280,11 +279,11 @@ func report(rs []result, took string, fanout []string, svg string, why map[strin
 	if intro != "" {
 		intro = ", " + intro
 	}
-	p("N managed resources of one kind applied at once, each referencing objects of its own, in one namespace or spread over N/10 namespaces; one scenario per control plane and provider process%s. **floor**: a raw client with the provider's standing (impersonated, same priority level, 32 parallel) creating the same resources and doing the writes the provider must (a metadata write standing for the finalizer, what it makes or changes, the status), timed in the same run, its end seen as the provider's is: by a watch of the resources until every one is Ready (results before session 15 stopped the floor's clock at its last write, without that watch). Since aa96784 each phase starts on a quiet control plane (the API server taking at most 10 writes a second, two seconds in a row): before, the controllers' work on what the setup made (a ReplicaSet for every new Deployment) ran into the floor's time, and their work on the floor's writes into the provider's. Since session 24 the tier's control planes let the controller-manager and the scheduler send 2,000 requests a second (200 and 50 before: the setup's 10,000 Deployments waited minutes on the controller-manager's client), and ConfigRollout's Deployments keep no old ReplicaSets (`revisionHistoryLimit: 0`), so the provider's phase starts with one a Deployment as the floor's does (before, the floor's rollouts left a second, and in one namespace the Deployment controller, which lists them all for each Deployment it syncs, took twice the floor's CPU in the provider's phase). Reconciles, requests and writes per resource are the fleet's own, divided by N: the probes' reactions while it converged are taken out, each charged what one cost once the fleet was idle (results written before this rule counted them and divided by N + 10); heap is live heap after a GC, growth over the provider with only the probes. **during / after**: a change to an object a probe references (ConfigRollout: its ConfigMap; CopyRule: its source; AppBundle: its Deployment's image; ImmortalContainer: its pod deleted; ChaosAgent: its spec) until the provider acted (seen by a watch of what it writes; results before session 15 polled it every 20 ms), made while the fleet converges (one at a time, at most one every 500 ms since session 15; back to back before: AppBundle probes, each rolling a Deployment out and back, then made about 1,900 rollouts while 1,000 bundles converged, work the floor never had) and after. **restart**: a new provider with the converged fleet until every resource was reconciled and a second passed without a request.", intro)
+	p("N managed resources of one kind applied at once, each referencing objects of its own, in one namespace or spread over N/10 namespaces; one scenario per control plane and provider process%s. **floor**: a raw client with the provider's standing (impersonated, same priority level, 32 parallel) creating the same resources and doing the writes the provider must (a metadata write standing for the finalizer, what it makes or changes, the status), timed in the same run, its end seen as the provider's is: by a watch of the resources until every one is Ready. Each phase starts on a quiet control plane (the API server taking at most 10 writes a second, two seconds in a row), so the controllers' work on what the setup or the floor made does not run into the next phase. The control planes let the controller-manager and the scheduler send 2,000 requests a second, and ConfigRollout's Deployments keep no old ReplicaSets (`revisionHistoryLimit: 0`), so both phases start with one ReplicaSet a Deployment. Reconciles, requests and writes per resource are the fleet's own, divided by N: the probes' reactions while it converged are taken out, each charged what one cost once the fleet was idle; heap is live heap after a GC, growth over the provider with only the probes. **during / after**: a change to an object a probe references (ConfigRollout: its ConfigMap; CopyRule: its source; AppBundle: its Deployment's image; ImmortalContainer: its pod deleted; ChaosAgent: its spec) until the provider acted, seen by a watch of what it writes; the changes are made one at a time, at most one every 500 ms, while the fleet converges and after. **restart**: a new provider with the converged fleet until every resource was reconciled and a second passed without a request. **at**: the provider's commit the scenario ran.", intro)
 	p("")
 	for _, r := range rs {
 		if r.Recovered != "" {
-			p("**at**: the provider's commit a scenario ran. Rows at \"before session 17\" were read back from %s, as printed (rounded), so their ratios may differ from before in the last digit.", r.Recovered)
+			p("Rows at \"unrecorded\" were read back from %s, as printed (rounded), so their ratios may differ from the original results in the last digit.", r.Recovered)
 			p("")
 			break
 		}
@@ -298,7 +297,7 @@ func report(rs []result, took string, fanout []string, svg string, why map[strin
 		a50, a99 := r.after()
 		at := r.Commit
 		if at == "" {
-			at = "before session 17"
+			at = "unrecorded"
 		}
 		p("| %s | %s | %d | %.1f | %.1f | %.2f | %.2f | %.1f | %.1f (%.0f) | %.1f | %.2f | %.0f | %.0f / %.0f (%d) | %.0f / %.0f | %s | %s |",
 			r.Kind, r.Layout, r.N, r.Seconds, r.FloorSeconds, r.Seconds/r.FloorSeconds, r.ReconcilesPerMR, r.RequestsPerMR, r.WritesPerMR, r.FloorWritesPerMR,
@@ -312,7 +311,7 @@ func report(rs []result, took string, fanout []string, svg string, why map[strin
 	p("")
 	p("### Targets")
 	p("")
-	p("| target | result | why, where missed (written by hand: docs/fleet/why.txt) |")
+	p("| target | result | why, where missed (docs/fleet/why.txt) |")
 	p("|---|---|---|")
 	// row writes a target's row; the reason is looked up by the target's
 	// key, and a missed target without one says so.

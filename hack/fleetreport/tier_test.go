@@ -50,9 +50,9 @@ func TestTierResult(t *testing.T) {
 	}
 }
 
-// TestReportTierOfWholeRun: the report hands the tier row took as written;
-// it once prefixed took for the report's opening line first, so a whole run
-// was summed as if it were narrowed runs.
+// TestReportTierOfWholeRun: the report hands the tier row took as written,
+// so a whole run gives its own minutes rather than being summed as if it
+// were narrowed runs.
 func TestReportTierOfWholeRun(t *testing.T) {
 	rs := []result{{Kind: "copyrule", Layout: "one", N: 100, FloorSeconds: 60, Seconds: 90, RestartSeconds: 30, WallSeconds: 300}}
 	got := report(rs, "every scenario 2026-11-28 at abc1234: copyrule 100 one (7 min)", nil, "fleet.svg", nil)
