@@ -10,11 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
@@ -101,14 +103,24 @@ func TestNoSecretBytesLeak(t *testing.T) {
 		}
 		return true, nil
 	})
-	// A workload first seen is stamped with the hash, which is no rollout.
-	testenv.Eventually(t, wait, "the Deployment stamped with the hash", func(ctx context.Context) (bool, error) {
+	// A workload first seen is followed, not rolled or written to: status
+	// records the hash as its baseline, and no rollout is counted.
+	testenv.Eventually(t, wait, "the Deployment followed at the hash", func(ctx context.Context) (bool, error) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rollout), rollout); err != nil {
+			return false, err
+		}
+		web := &appsv1.Deployment{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: src, Name: "web"}, web); err != nil {
 			return false, err
 		}
 		h, _, _ := unstructured.NestedString(rollout.Object, "status", "atProvider", "hash")
 		ws, _, _ := unstructured.NestedSlice(rollout.Object, "status", "atProvider", "workloads")
-		return h != "" && len(ws) == 1 && ws[0].(map[string]any)["hash"] == h, nil
+		n, _, _ := unstructured.NestedInt64(rollout.Object, "status", "atProvider", "rollouts")
+		if h == "" || len(ws) != 1 || n != 0 || web.Annotations[configrollout.AnnotationLock] != "" || web.Spec.Template.Annotations[configrollout.AnnotationHash] != "" || web.Generation != 1 {
+			return false, fmt.Errorf("status %v; web at generation %d, annotations %v, template annotations %v", rollout.Object["status"], web.Generation, web.Annotations, web.Spec.Template.Annotations)
+		}
+		w := ws[0].(map[string]any)
+		return w["hash"] == h && w["baseline"] == true, nil
 	})
 	env.Update(t, creds, func() { creds.Data["password"] = []byte(marker + "-v2") })
 	values[src+"/creds/password-v2"] = marker + "-v2"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,7 +163,8 @@ func TestFightOverCopies(t *testing.T) {
 
 func TestFightOverRolloutAnnotation(t *testing.T) {
 	ns := env.Namespace(t, "fight-roll", nil)
-	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"k": "v1"}})
+	conf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"k": "v1"}}
+	create(t, conf)
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 		Spec: appsv1.DeploymentSpec{
@@ -185,14 +187,10 @@ func TestFightOverRolloutAnnotation(t *testing.T) {
 		}},
 	}
 	create(t, cr)
-	testenv.Eventually(t, wait, "the Deployment to carry the rollout's hash", func(ctx context.Context) (bool, error) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
-			return false, err
-		}
-		h := cr.Status.AtProvider.Hash
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(d), d)
-		return err == nil && h != "" && d.Spec.Template.Annotations[configrollout.AnnotationHash] == h, err
-	})
+	// The rollout's creation rolls nothing: the fight is over the hash a
+	// change of the configuration wrote into the template.
+	following(t, cr, d, 1)
+	rollFor(t, cr, d, conf)
 	hash := cr.Status.AtProvider.Hash
 
 	web := "/namespaces/" + ns + "/deployments/web"
@@ -224,6 +222,61 @@ func TestFightOverRolloutAnnotation(t *testing.T) {
 	if cr.Status.AtProvider.Hash != hash {
 		t.Errorf("hash = %q, want %q: the sources did not change", cr.Status.AtProvider.Hash, hash)
 	}
+}
+
+// following waits until ConfigRollout cr follows Deployment d without
+// having rolled or written to it: status at the rollout's hash as d's
+// baseline, no rollout counted, cr Ready; d still at generation gen, with no
+// hash in its pod template, no lock and no field owned by the rollout. It
+// leaves cr and d read.
+func following(t *testing.T, cr *workloadv1alpha1.ConfigRollout, d *appsv1.Deployment, gen int64) {
+	t.Helper()
+	testenv.Eventually(t, wait, "the rollout to follow the Deployment without rolling it", func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			return false, err
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return false, err
+		}
+		o := cr.Status.AtProvider
+		if o.Hash == "" || o.Rollouts != 0 || len(o.Workloads) != 1 || !o.Workloads[0].Baseline || o.Workloads[0].Hash != o.Hash || cr.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
+			return false, fmt.Errorf("status %+v, Ready %s", o, cr.GetCondition(xpv2.TypeReady).Status)
+		}
+		if d.Annotations[configrollout.AnnotationLock] != "" || d.Spec.Template.Annotations[configrollout.AnnotationHash] != "" || d.Generation != gen {
+			return false, fmt.Errorf("%s: generation %d, annotations %v, template annotations %v", d.Name, d.Generation, d.Annotations, d.Spec.Template.Annotations)
+		}
+		for _, f := range d.ManagedFields {
+			if strings.HasPrefix(f.Manager, "configrollout-") {
+				return false, fmt.Errorf("%s: field manager %s wrote to it: %s", d.Name, f.Manager, f.FieldsV1.GetRawString())
+			}
+		}
+		return true, nil
+	})
+}
+
+// rollFor changes ConfigMap conf, which ConfigRollout cr follows Deployment d
+// for (cr and d as last read), and waits until cr rolled d for the change,
+// once: the new hash in its template and the rollout's lock on it, its
+// generation one more, one more rollout counted, and status no longer has it
+// run a baseline. It leaves cr and d read.
+func rollFor(t *testing.T, cr *workloadv1alpha1.ConfigRollout, d *appsv1.Deployment, conf *corev1.ConfigMap) {
+	t.Helper()
+	before, rollouts, gen := cr.Status.AtProvider.Hash, cr.Status.AtProvider.Rollouts, d.Generation
+	env.Update(t, conf, func() { conf.Data["k"] += "-changed" })
+	testenv.Eventually(t, wait, "the rollout to roll the Deployment for the change", func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			return false, err
+		}
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+			return false, err
+		}
+		o := cr.Status.AtProvider
+		if o.Hash == "" || o.Hash == before || o.Rollouts != rollouts+1 || len(o.Workloads) != 1 || o.Workloads[0].Baseline ||
+			d.Spec.Template.Annotations[configrollout.AnnotationHash] != o.Hash || d.Annotations[configrollout.AnnotationLock] != cr.Name || d.Generation != gen+1 {
+			return false, fmt.Errorf("status %+v; %s: generation %d, annotations %v, template annotations %v", o, d.Name, d.Generation, d.Annotations, d.Spec.Template.Annotations)
+		}
+		return true, nil
+	})
 }
 
 func TestFightOverBundleDeployment(t *testing.T) {

@@ -101,23 +101,27 @@ func clientSideApply(t *testing.T, manifest string) {
 }
 
 // TestGitOpsApplierDoesNotFightRollout runs a ConfigRollout next to a GitOps
-// tool that keeps applying the Deployment from a manifest without the hash
-// annotation. The rollout's hash is applied under its own field manager, so
-// neither server-side apply (the applier does not own the field) nor
-// kubectl's client-side apply (the field was never in its
-// last-applied-configuration) removes it: each sync reconciles the rollout,
-// which finds its hash in place and writes nothing, and it never rolls again.
+// tool that keeps applying the Deployment from a manifest without the
+// rollout's annotations: first while the rollout only follows the Deployment
+// (its baseline in the rollout's status, nothing written to the Deployment),
+// then once a change of the configuration has rolled it (the hash in its pod
+// template, the lock on its metadata). The rollout's annotations are applied
+// under its own field manager, so neither server-side apply (the applier does
+// not own the fields) nor kubectl's client-side apply (they were never in its
+// last-applied-configuration) removes them: each sync reconciles the rollout,
+// which finds the Deployment as it left it and writes nothing, and it never
+// rolls again.
 func TestGitOpsApplierDoesNotFightRollout(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		apply  applier
 	}{
 		"ServerSideApply": {
-			reason: "An applier's server-side apply with its own field manager leaves the rollout's hash alone.",
+			reason: "An applier's server-side apply with its own field manager leaves the rollout's annotations alone.",
 			apply:  serverSideApply,
 		},
 		"ClientSideApply": {
-			reason: "kubectl apply (client-side, last-applied-configuration) leaves the rollout's hash alone.",
+			reason: "kubectl apply (client-side, last-applied-configuration) leaves the rollout's annotations alone.",
 			apply:  clientSideApply,
 		},
 	}
@@ -125,7 +129,8 @@ func TestGitOpsApplierDoesNotFightRollout(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ns := env.Namespace(t, "fight-gitops", nil)
-			create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"k": "v1"}})
+			conf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"k": "v1"}}
+			create(t, conf)
 			tc.apply(t, gitOpsManifest(ns, 0))
 			cr := &workloadv1alpha1.ConfigRollout{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"},
@@ -136,55 +141,73 @@ func TestGitOpsApplierDoesNotFightRollout(t *testing.T) {
 			}
 			create(t, cr)
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
-			testenv.Eventually(t, wait, "the Deployment to carry the rollout's hash", func(ctx context.Context) (bool, error) {
-				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
-					return false, err
-				}
-				h := cr.Status.AtProvider.Hash
-				err := env.Client.Get(ctx, client.ObjectKeyFromObject(d), d)
-				return err == nil && h != "" && d.Spec.Template.Annotations[configrollout.AnnotationHash] == h, err
-			})
-			hash, rollouts := cr.Status.AtProvider.Hash, cr.Status.AtProvider.Rollouts
-			testenv.WaitIdle(t, wait)
-
 			web := "/namespaces/" + ns + "/deployments/web"
-			n := mark()
-			for i := 1; i <= syncs; i++ {
-				before, err := testenv.Reconciles(controller)
-				if err != nil {
+			revision := 0
+
+			// sync applies the manifest syncs times, and checks after each
+			// sync's reconcile of the rollout that the rollout's annotations are
+			// as they were (template hash and lock, on d as last read), and
+			// after all of them that the rollout wrote nothing, counted no
+			// rollout and says the same of what the Deployment runs.
+			sync := func(phase string) {
+				t.Helper()
+				hash, lock := d.Spec.Template.Annotations[configrollout.AnnotationHash], d.Annotations[configrollout.AnnotationLock]
+				rollouts, runs := cr.Status.AtProvider.Rollouts, cr.Status.AtProvider.Workloads[0]
+				testenv.WaitIdle(t, wait)
+				n := mark()
+				for range syncs {
+					revision++
+					before, err := testenv.Reconciles(controller)
+					if err != nil {
+						t.Fatal(err)
+					}
+					tc.apply(t, gitOpsManifest(ns, revision))
+					// The sync is a new generation: the rollout hears of it and
+					// reconciles. Only once that reconcile has run does "nothing
+					// written" mean anything.
+					testenv.WaitReconciled(t, wait, controller, before)
+					if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(d), d); err != nil {
+						t.Fatal(err)
+					}
+					if got := d.Spec.Template.Annotations[configrollout.AnnotationHash]; got != hash {
+						t.Errorf("%s\n%s: after sync %d the hash annotation = %q, want %q", tc.reason, phase, revision, got, hash)
+					}
+					if got := d.Annotations[configrollout.AnnotationLock]; got != lock {
+						t.Errorf("%s\n%s: after sync %d the lock = %q, want %q", tc.reason, phase, revision, got, lock)
+					}
+					if got := d.Spec.Template.Annotations["gitops.example.com/revision"]; got != fmt.Sprint(revision) {
+						t.Fatalf("sync %d did not apply: revision %q", revision, got)
+					}
+				}
+				if w := writesSince(n, web); len(w) > 0 {
+					t.Errorf("%s\n%s: the provider wrote %d times over %d syncs: %v", tc.reason, phase, len(w), syncs, w)
+				}
+				if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(cr), cr); err != nil {
 					t.Fatal(err)
 				}
-				tc.apply(t, gitOpsManifest(ns, i))
-				// The sync is a new generation: the rollout hears of it and
-				// reconciles. Only once that reconcile has run does "nothing
-				// written" mean anything.
-				testenv.WaitReconciled(t, wait, controller, before)
-				if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(d), d); err != nil {
-					t.Fatal(err)
+				if cr.Status.AtProvider.Rollouts != rollouts {
+					t.Errorf("%s\n%s: rollouts %d → %d over %d syncs: the configuration did not change", tc.reason, phase, rollouts, cr.Status.AtProvider.Rollouts, syncs)
 				}
-				if got := d.Spec.Template.Annotations[configrollout.AnnotationHash]; got != hash {
-					t.Errorf("%s\nafter sync %d the hash annotation = %q, want %q", tc.reason, i, got, hash)
+				if w := cr.Status.AtProvider.Workloads; len(w) != 1 || w[0].Hash != runs.Hash || w[0].Baseline != runs.Baseline {
+					t.Errorf("%s\n%s: status of the Deployment %+v after %d syncs, was %+v: the configuration did not change", tc.reason, phase, w, syncs, runs)
 				}
-				if got := d.Spec.Template.Annotations["gitops.example.com/revision"]; got != fmt.Sprint(i) {
-					t.Fatalf("sync %d did not apply: revision %q", i, got)
+				// Who owns what: the rollout's annotations are its alone.
+				for _, f := range d.ManagedFields {
+					for _, a := range []string{configrollout.AnnotationHash, configrollout.AnnotationLock} {
+						if strings.Contains(f.FieldsV1.GetRawString(), a) && !strings.HasPrefix(f.Manager, "configrollout-") {
+							t.Errorf("%s\n%s: field manager %q owns %s too", tc.reason, phase, f.Manager, a)
+						}
+					}
 				}
+				settled(t, name+" Deployment, "+phase, cr, workloadv1alpha1.ConfigRolloutGroupKind, web)
 			}
-			if w := writesSince(n, web); len(w) > 0 {
-				t.Errorf("%s\nthe provider wrote %d times over %d syncs: %v", tc.reason, len(w), syncs, w)
-			}
-			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(cr), cr); err != nil {
-				t.Fatal(err)
-			}
-			if cr.Status.AtProvider.Rollouts != rollouts {
-				t.Errorf("%s\nrollouts %d → %d over %d syncs: the configuration did not change", tc.reason, rollouts, cr.Status.AtProvider.Rollouts, syncs)
-			}
-			// Who owns what: the hash is the rollout's alone.
-			for _, f := range d.ManagedFields {
-				if strings.Contains(f.FieldsV1.GetRawString(), configrollout.AnnotationHash) && !strings.HasPrefix(f.Manager, "configrollout-") {
-					t.Errorf("%s\nfield manager %q owns the hash annotation too", tc.reason, f.Manager)
-				}
-			}
-			settled(t, name+" Deployment", cr, workloadv1alpha1.ConfigRolloutGroupKind, web)
+
+			// The rollout's creation only starts to follow the Deployment.
+			following(t, cr, d, 1)
+			sync("followed")
+			// A change of the configuration rolls it: the hash is in its template.
+			rollFor(t, cr, d, conf)
+			sync("rolled")
 		})
 	}
 }
@@ -199,7 +222,8 @@ func TestGitOpsApplierDoesNotFightRollout(t *testing.T) {
 func TestGitOpsManifestThatCarriedTheHash(t *testing.T) {
 	controller := managed.ControllerName(workloadv1alpha1.ConfigRolloutGroupKind)
 	ns := env.Namespace(t, "fight-gitops-copied", nil)
-	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"k": "v1"}})
+	conf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"k": "v1"}}
+	create(t, conf)
 	clientSideApply(t, gitOpsManifest(ns, 0))
 	cr := &workloadv1alpha1.ConfigRollout{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"},
@@ -221,6 +245,11 @@ func TestGitOpsManifestThatCarriedTheHash(t *testing.T) {
 			return err == nil && h != "" && d.Spec.Template.Annotations[configrollout.AnnotationHash] == h, err
 		})
 	}
+	// The rollout's creation rolls nothing; a change of the configuration
+	// writes the hash into the template, where a copy of the live object
+	// finds it.
+	following(t, cr, d, 1)
+	rollFor(t, cr, d, conf)
 	carries("the Deployment to carry the rollout's hash")
 	hash := cr.Status.AtProvider.Hash
 	testenv.WaitIdle(t, wait)

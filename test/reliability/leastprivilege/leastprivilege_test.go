@@ -196,8 +196,9 @@ func copyRule(t *testing.T) {
 	present(t, secCopy, false, "the Secret copy to be pruned")
 }
 
-// configRollout rolls a Deployment, a StatefulSet, a DaemonSet and a CronJob, and
-// releases them when it goes.
+// configRollout follows a Deployment, a StatefulSet, a DaemonSet and a
+// CronJob (a baseline for each in its status, nothing written to them), rolls
+// them when their configuration changes, and releases them when it goes.
 func configRollout(t *testing.T) {
 	ns := namespace(t, "lp-rollout")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"k": "v1"}}
@@ -246,12 +247,42 @@ func configRollout(t *testing.T) {
 		})
 		return cr.Status.AtProvider.Hash
 	}
-	first := rolled("every workload to carry the hash", "")
+	// Its creation follows them: a baseline for each in its status, and
+	// neither a lock nor a hash written to them.
+	until(t, cr, "every workload to be followed", func(ctx context.Context) (bool, error) {
+		o := cr.Status.AtProvider
+		if o.Hash == "" || o.Rollouts != 0 || len(o.Workloads) != len(workloads) || cr.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
+			return false, nil
+		}
+		for _, w := range o.Workloads {
+			if !w.Baseline || w.Hash != o.Hash {
+				return false, nil
+			}
+		}
+		for _, w := range workloads {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+				return false, err
+			}
+			if w.GetAnnotations()[configrollout.AnnotationLock] != "" || templateOf(w).Annotations[configrollout.AnnotationHash] != "" || w.GetGeneration() != 1 {
+				return false, fmt.Errorf("%s written to on adoption: generation %d, annotations %v", w.GetName(), w.GetGeneration(), w.GetAnnotations())
+			}
+		}
+		return true, nil
+	})
+	first := cr.Status.AtProvider.Hash
 	cm.Data["k"] = "v2"
 	if err := env.Client.Update(context.Background(), cm); err != nil {
 		t.Fatal(err)
 	}
-	rolled("every workload to be rolled again", first)
+	rolled("every workload to be rolled for the change", first)
+	for _, w := range workloads {
+		if got := w.GetAnnotations()[configrollout.AnnotationLock]; got != cr.Name {
+			t.Errorf("%s has lock %q after its first rollout, want %q", w.GetName(), got, cr.Name)
+		}
+	}
+	if n := cr.Status.AtProvider.Rollouts; n != int64(len(workloads)) {
+		t.Errorf("%d rollouts for the change, want %d", n, len(workloads))
+	}
 	deleteAndWait(t, cr)
 	for _, w := range workloads {
 		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), w); err != nil {

@@ -155,8 +155,8 @@ func TestProviderRecoversFromAPIServerRestart(t *testing.T) {
 					}
 					o := rollout.Status.AtProvider
 					// The status hash follows the ConfigMap; the Deployment carries
-					// it, rolled once.
-					return o.Hash != rollHash && o.Rollouts == rolls+1 && d.Spec.Template.Annotations[configrollout.AnnotationHash] == o.Hash, nil
+					// it, rolled once, under the rollout's lock.
+					return o.Hash != rollHash && o.Rollouts == rolls+1 && d.Spec.Template.Annotations[configrollout.AnnotationHash] == o.Hash && d.Annotations[configrollout.AnnotationLock] == rollout.Name, nil
 				},
 			},
 			{
@@ -169,8 +169,8 @@ func TestProviderRecoversFromAPIServerRestart(t *testing.T) {
 			},
 		}
 	}
-	// baseline records what the next checks compare with.
-	baseline := func() {
+	// snapshot records what the next checks compare with.
+	snapshot := func() {
 		t.Helper()
 		eventually(t, recovery, "every managed resource to have acted", func(ctx context.Context) (bool, error) {
 			pod, d, cp := &corev1.Pod{}, &appsv1.Deployment{}, &corev1.ConfigMap{}
@@ -191,8 +191,19 @@ func TestProviderRecoversFromAPIServerRestart(t *testing.T) {
 			}
 			o := rollout.Status.AtProvider
 			podUID, appUID, rounds, rolls, rollHash = pod.UID, d.UID, agent.Status.AtProvider.RoundsRun, o.Rollouts, o.Hash
-			if rounds == 0 || o.Hash == "" || rolledNow.Spec.Template.Annotations[configrollout.AnnotationHash] != o.Hash {
-				return false, errors.Errorf("agent rounds %d; rollout status %+v, conditions %+v", rounds, o, rollout.Status.Conditions)
+			// The Deployment runs the current configuration: rolled to it, the
+			// hash in its template; or, before any change, followed as it was,
+			// with the hash as its baseline in status and its template
+			// untouched (adopted checks that first state in full).
+			tmpl := rolledNow.Spec.Template.Annotations[configrollout.AnnotationHash]
+			runs := len(o.Workloads) == 1 && o.Workloads[0].Hash == o.Hash && o.Workloads[0].Baseline == (rolls == 0)
+			if rolls == 0 {
+				runs = runs && tmpl == ""
+			} else {
+				runs = runs && tmpl == o.Hash
+			}
+			if rounds == 0 || o.Hash == "" || !runs {
+				return false, errors.Errorf("agent rounds %d; rollout status %+v, conditions %+v; rolled's template hash %q", rounds, o, rollout.Status.Conditions, tmpl)
 			}
 			return true, nil
 		})
@@ -213,9 +224,12 @@ func TestProviderRecoversFromAPIServerRestart(t *testing.T) {
 		t.Logf("%s: every change acted on within %s", label, time.Since(start).Round(time.Millisecond))
 	}
 
-	baseline()
+	// The ConfigRollout's creation rolls nothing: it follows its Deployment,
+	// whose first roll is the first change below.
+	eventually(t, recovery, "the ConfigRollout to follow its Deployment without rolling it", c.adopted(rollout, rolledDeploy.DeepCopy()))
+	snapshot()
 	run("before the restart", atOnce)
-	baseline()
+	snapshot()
 
 	start := time.Now()
 	if err := c.RestartAPIServer(); err != nil {
@@ -223,7 +237,7 @@ func TestProviderRecoversFromAPIServerRestart(t *testing.T) {
 	}
 	t.Logf("API server restarted in %s", time.Since(start).Round(time.Millisecond))
 	run("right after the restart", recovery)
-	baseline()
+	snapshot()
 	run("once recovered", atOnce)
 
 	// The same process did all of it, and still leads.

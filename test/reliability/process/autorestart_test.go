@@ -20,13 +20,16 @@ import (
 )
 
 // TestConfigRolloutAutoRestartReadsEachWorkloadOnce converges auto
-// ConfigRollouts in one namespace, each rolling the one Deployment that reads
-// its ConfigMap, and starts a new provider on them: it reads each Deployment
-// once (for the rollout that rolls it) and learns what the others read from
-// a list, and rolls nothing. Before, the workload watch's first list read
-// every Deployment of the namespace one by one in its event handler, then
-// each rollout read its own again: two reads a Deployment, 20,000 and 90 s
-// for a restart with 10,000 in one namespace.
+// ConfigRollouts in one namespace, each following the one Deployment that
+// reads its ConfigMap, and starts a new provider on them, twice: once they
+// have only started to follow them (a baseline for each in status, nothing
+// written to them), and once a change of each ConfigMap has rolled each
+// Deployment. Each time it reads each Deployment once (for the rollout that
+// follows it) and learns what the others read from a list, and writes
+// nothing. Before, the workload watch's first list read every Deployment of
+// the namespace one by one in its event handler, then each rollout read its
+// own again: two reads a Deployment, 20,000 and 90 s for a restart with
+// 10,000 in one namespace.
 func TestConfigRolloutAutoRestartReadsEachWorkloadOnce(t *testing.T) {
 	c := startCluster(t, false)
 	ctx := context.Background()
@@ -35,6 +38,7 @@ func TestConfigRolloutAutoRestartReadsEachWorkloadOnce(t *testing.T) {
 	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		t.Fatal(err)
 	}
+	cms := make([]*corev1.ConfigMap, n)
 	for i := range n {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%d", i)}, Data: map[string]string{"v": "0"}}
 		d := deployment(ns, fmt.Sprintf("d-%d", i), 0)
@@ -50,8 +54,22 @@ func TestConfigRolloutAutoRestartReadsEachWorkloadOnce(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		cms[i] = cm
 	}
-	// rolledOnce: every Deployment carries its rollout's hash, rolled once.
+	// followed: every rollout follows its Deployment, rolled by none.
+	followed := func(ctx context.Context) (bool, error) {
+		for i := range n {
+			ro, d := &workloadv1alpha1.ConfigRollout{}, &appsv1.Deployment{}
+			ro.Namespace, ro.Name = ns, fmt.Sprintf("r-%d", i)
+			d.Namespace, d.Name = ns, fmt.Sprintf("d-%d", i)
+			if ok, err := c.adopted(ro, d)(ctx); !ok {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	// rolledOnce: every Deployment carries its rollout's hash and lock, rolled
+	// once, and status no longer has it run a baseline.
 	rolledOnce := func(ctx context.Context) (bool, error) {
 		for i := range n {
 			ro, d := &workloadv1alpha1.ConfigRollout{}, &appsv1.Deployment{}
@@ -61,27 +79,41 @@ func TestConfigRolloutAutoRestartReadsEachWorkloadOnce(t *testing.T) {
 			if err := c.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("d-%d", i)}, d); err != nil {
 				return false, err
 			}
-			h := ro.Status.AtProvider.Hash
-			if h == "" || d.Spec.Template.Annotations[configrollout.AnnotationHash] != h || d.Generation != 2 {
-				return false, errors.Errorf("%s: generation %d, hash %q, rollout's %q", d.Name, d.Generation, d.Spec.Template.Annotations[configrollout.AnnotationHash], h)
+			o := ro.Status.AtProvider
+			if o.Hash == "" || d.Spec.Template.Annotations[configrollout.AnnotationHash] != o.Hash || d.Generation != 2 || d.Annotations[configrollout.AnnotationLock] != ro.Name ||
+				o.Rollouts != 1 || len(o.Workloads) != 1 || o.Workloads[0].Baseline {
+				return false, errors.Errorf("%s: generation %d, hash %q, lock %q; rollout's status %+v", d.Name, d.Generation, d.Spec.Template.Annotations[configrollout.AnnotationHash], d.Annotations[configrollout.AnnotationLock], o)
 			}
 		}
 		return true, nil
 	}
-	first := c.runProvider(t, "auto-restart-1", "--poll=1h")
-	eventually(t, time.Minute, "every Deployment rolled by its rollout", rolledOnce)
-	first.Kill()
-
-	second := c.runProvider(t, "auto-restart-2", "--poll=1h")
 	controller := managed.ControllerName(workloadv1alpha1.ConfigRolloutGroupKind)
-	got := second.idleAfter(t, controller, n)
-	stays(t, time.Second, "nothing rolled again", rolledOnce)
-	if reads := got[`resource="deployments",verb="get"`]; reads > n {
-		t.Errorf("the restarted provider read Deployments %v times, want at most %d (one for each rollout's own); all requests: %v", reads, n, got)
-	}
-	for _, verb := range []string{"update", "patch"} {
-		if w := got[`resource="deployments",verb="`+verb+`"`]; w > 0 {
-			t.Errorf("the restarted provider sent %v %s requests of Deployments, want none; all requests: %v", w, verb, got)
+	// restart kills p and starts a new provider, which must read each
+	// Deployment at most once, write none, and leave them as state says.
+	restart := func(p *provider, name, what string, state func(ctx context.Context) (bool, error)) *provider {
+		t.Helper()
+		p.Kill()
+		next := c.runProvider(t, name, "--poll=1h")
+		got := next.idleAfter(t, controller, n)
+		stays(t, time.Second, what, state)
+		if reads := got[`resource="deployments",verb="get"`]; reads > n {
+			t.Errorf("%s: the restarted provider read Deployments %v times, want at most %d (one for each rollout's own); all requests: %v", name, reads, n, got)
 		}
+		for _, verb := range []string{"update", "patch"} {
+			if w := got[`resource="deployments",verb="`+verb+`"`]; w > 0 {
+				t.Errorf("%s: the restarted provider sent %v %s requests of Deployments, want none; all requests: %v", name, w, verb, got)
+			}
+		}
+		return next
 	}
+
+	first := c.runProvider(t, "auto-restart-1", "--poll=1h")
+	eventually(t, time.Minute, "every Deployment followed by its rollout, none rolled", followed)
+	second := restart(first, "auto-restart-2", "nothing rolled or written", followed)
+
+	for _, cm := range cms {
+		c.Update(t, cm, func() { cm.Data["v"] = "1" })
+	}
+	eventually(t, time.Minute, "every Deployment rolled by its rollout for the change", rolledOnce)
+	restart(second, "auto-restart-3", "nothing rolled again", rolledOnce)
 }

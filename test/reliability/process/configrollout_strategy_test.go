@@ -22,20 +22,23 @@ import (
 // leader is SIGKILLed, its follower takes over) and a restart (that one is
 // killed too, a new process starts): each time the new provider goes on from
 // the workloads and status on the API server, rolls the next Deployment once
-// a slot is free, and rolls none again. envtest runs no Deployment
-// controller: the test marks Deployments available as one would.
+// a slot is free, and rolls none again. The rollout is of a configuration
+// change: the rollout's creation only starts to follow the Deployments (a
+// baseline for each in its status, nothing written to them). envtest runs no
+// Deployment controller: the test marks Deployments available as one would.
 func TestStaggeredRolloutSurvivesLeaderChangeAndRestart(t *testing.T) {
 	c := startCluster(t, false)
 	ctx := context.Background()
 	ns := "team-stagger"
 	names := []string{"d1", "d2", "d3", "d4"}
-	objs := []client.Object{
-		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"v": "0"}},
-	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"v": "0"}}
+	objs := []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, cm}
 	var refs []workloadv1alpha1.WorkloadRef
+	var ds []*appsv1.Deployment
 	for _, n := range names {
-		objs = append(objs, deployment(ns, n, 1))
+		d := deployment(ns, n, 1)
+		objs = append(objs, d)
+		ds = append(ds, d)
 		refs = append(refs, workloadv1alpha1.WorkloadRef{Kind: "Deployment", Name: n})
 	}
 	ro := &workloadv1alpha1.ConfigRollout{
@@ -68,8 +71,13 @@ func TestStaggeredRolloutSurvivesLeaderChangeAndRestart(t *testing.T) {
 	if err := c.Client.Create(ctx, ro); err != nil {
 		t.Fatal(err)
 	}
+	// baseline is the hash the rollout's creation recorded for each
+	// Deployment it started to follow.
+	var baseline string
 	// rolled checks that exactly the named Deployments carry the rollout's
-	// hash, each rolled once (generation 2), and status counts them.
+	// hash and lock, each rolled once (generation 2), while the others are
+	// untouched and status still has them run their baseline, and status
+	// counts the rolled ones.
 	rolled := func(want ...string) func(ctx context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
 			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(ro), ro); err != nil {
@@ -93,6 +101,14 @@ func TestStaggeredRolloutSurvivesLeaderChangeAndRestart(t *testing.T) {
 				if carries != in[n] || d.Generation != gen {
 					return false, errors.Errorf("%s carries the hash: %t, generation %d; want %t, %d", n, carries, d.Generation, in[n], gen)
 				}
+				if locked := d.Annotations[configrollout.AnnotationLock] == ro.Name; locked != in[n] {
+					return false, errors.Errorf("%s carries the rollout's lock: %t; want %t", n, locked, in[n])
+				}
+			}
+			for _, w := range ro.Status.AtProvider.Workloads {
+				if in[w.Name] && (w.Baseline || w.Hash != h) || !in[w.Name] && (!w.Baseline || w.Hash != baseline) {
+					return false, errors.Errorf("status of %s: hash %q, baseline %t; want rolled to %q: %t, else baseline %q", w.Name, w.Hash, w.Baseline, h, in[w.Name], baseline)
+				}
 			}
 			if ro.Status.AtProvider.Rollouts != int64(len(want)) {
 				return false, errors.Errorf("status counts %d rollouts, want %d", ro.Status.AtProvider.Rollouts, len(want))
@@ -105,6 +121,11 @@ func TestStaggeredRolloutSurvivesLeaderChangeAndRestart(t *testing.T) {
 	waitLeader(t, a, time.Now(), startup)
 	b := c.replica(t, "b")
 	waitCampaigning(t, b)
+	// The rollout's creation rolls nothing: the leader follows the four
+	// Deployments. A change of the configuration starts the staggered rollout.
+	eventually(t, react, "the leader to follow the four Deployments without rolling them", c.adopted(ro, ds...))
+	baseline = ro.Status.AtProvider.Hash
+	c.Update(t, cm, func() { cm.Data["v"] = "1" })
 	eventually(t, react, "d1 and d2 to roll, and only those", rolled("d1", "d2"))
 	stays(t, 2*time.Second, "d3 and d4 to wait for a free slot", rolled("d1", "d2"))
 

@@ -20,7 +20,10 @@ import (
 // TestFirstRolloutCountedOnce starts a provider on ConfigRollouts that exist
 // before it, again and again: the status write of the first rollout often
 // conflicts with the provider's own first writes and is lost, and the next
-// observation must still count that rollout, exactly once.
+// observation must still count that rollout, exactly once. The rollouts roll
+// on adoption (spec.forProvider.rollOnAdoption): a workload a rollout merely
+// starts to follow is otherwise not rolled, and only that first roll at once
+// needs the recovery of a lost status write.
 func TestFirstRolloutCountedOnce(t *testing.T) {
 	c := startCluster(t, false)
 	ctx := context.Background()
@@ -33,6 +36,8 @@ func TestFirstRolloutCountedOnce(t *testing.T) {
 			Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
 				ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "web-config"}},
 				Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}},
+				// Roll the workload the rollout starts to follow at once.
+				RollOnAdoption: true,
 			}},
 		}
 		for _, o := range []client.Object{

@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
@@ -103,6 +105,43 @@ func deployment(ns, name string, replicas int32) *appsv1.Deployment {
 	}
 }
 
+// adopted checks that ConfigRollout ro follows the Deployments ds without
+// having rolled or written to them: status lists exactly them, each at the
+// rollout's current hash as its baseline, never rolled, counts no rollout,
+// and the rollout is Ready; each Deployment is as its creator left it, at its
+// first generation, with no hash in its pod template, no lock and no field
+// owned by the rollout. It reads ro and ds.
+func (c *cluster) adopted(ro *workloadv1alpha1.ConfigRollout, ds ...*appsv1.Deployment) func(ctx context.Context) (bool, error) {
+	return func(ctx context.Context) (bool, error) {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(ro), ro); err != nil {
+			return false, err
+		}
+		o := ro.Status.AtProvider
+		if o.Hash == "" || o.Rollouts != 0 || len(o.Workloads) != len(ds) || ro.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
+			return false, errors.Errorf("%s: status %+v, Ready %s", ro.Name, o, ro.GetCondition(xpv2.TypeReady).Status)
+		}
+		for _, w := range o.Workloads {
+			if w.Hash != o.Hash || !w.Baseline || w.LastRollout != nil {
+				return false, errors.Errorf("%s: status of %s %s is %+v, want hash %q as its baseline, never rolled", ro.Name, w.Kind, w.Name, w, o.Hash)
+			}
+		}
+		for _, d := range ds {
+			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+				return false, err
+			}
+			if d.Annotations[configrollout.AnnotationLock] != "" || d.Spec.Template.Annotations[configrollout.AnnotationHash] != "" || d.Generation != 1 {
+				return false, errors.Errorf("%s: generation %d, annotations %v, template annotations %v; want it untouched by %s", d.Name, d.Generation, d.Annotations, d.Spec.Template.Annotations, ro.Name)
+			}
+			for _, f := range d.ManagedFields {
+				if strings.HasPrefix(f.Manager, "configrollout-") {
+					return false, errors.Errorf("%s: field manager %s wrote to it: %s", d.Name, f.Manager, f.FieldsV1.GetRawString())
+				}
+			}
+		}
+		return true, nil
+	}
+}
+
 // TestLeaderTakeoverDoesNotRepeatWork runs two replicas with leader election
 // and kills the leader, twice: right after it rolled a ConfigRollout's
 // change, and right as a change is made. Each time the other replica takes
@@ -150,9 +189,9 @@ func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
 	leader, follower := replicas[0], replicas[1]
 	waitCampaigning(t, follower)
 
-	// rolled waits until web carries the current hash and the rollout has
-	// counted n rollouts in all (any number when n < 0), and returns web's
-	// generation.
+	// rolled waits until web carries the current hash in its template and the
+	// rollout's lock, status no longer says it runs its baseline, and the
+	// rollout has counted n rollouts in all, and returns web's generation.
 	rolled := func(n int64) int64 {
 		t.Helper()
 		eventually(t, react, fmt.Sprintf("rollout %d of web", n), func(ctx context.Context) (bool, error) {
@@ -163,9 +202,9 @@ func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
 				return false, err
 			}
 			o := rollout.Status.AtProvider
-			carried := web.Spec.Template.Annotations[configrollout.AnnotationHash]
-			if (n >= 0 && o.Rollouts != n) || o.Hash == "" || carried != o.Hash {
-				return false, errors.Errorf("status counts %d rollouts, hash %q; web carries %q", o.Rollouts, o.Hash, carried)
+			carried, lock := web.Spec.Template.Annotations[configrollout.AnnotationHash], web.Annotations[configrollout.AnnotationLock]
+			if o.Rollouts != n || o.Hash == "" || carried != o.Hash || lock != rollout.Name || len(o.Workloads) != 1 || o.Workloads[0].Baseline {
+				return false, errors.Errorf("status counts %d rollouts, hash %q, workloads %+v; web carries %q, lock %q", o.Rollouts, o.Hash, o.Workloads, carried, lock)
 			}
 			return true, nil
 		})
@@ -187,10 +226,10 @@ func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
 		return fmt.Sprintf("rounds %d, last round %s, scaled %d, victim replicas %d", o.RoundsRun, o.LastRoundTime.UTC().Format(time.RFC3339Nano), o.DeploymentsScaled, *victim.Spec.Replicas), nil
 	}
 
-	gen := rolled(-1)
-	// The first rollout is on the ConfigRollout's creation
-	// (TestFirstRolloutCountedOnce checks it); the changes below count from here.
-	r0 := rollout.Status.AtProvider.Rollouts
+	// The leader follows web without rolling it: its creation rolls nothing
+	// (rollOnAdoption is off); the changes below count from here.
+	eventually(t, react, "the leader to follow web without rolling it", c.adopted(rollout, web))
+	gen, r0 := web.Generation, rollout.Status.AtProvider.Rollouts
 	var before string
 	eventually(t, react, "the agent's first round", func(ctx context.Context) (bool, error) {
 		var err error
