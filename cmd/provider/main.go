@@ -46,7 +46,18 @@ type options struct {
 }
 
 func parse(args []string) (options, error) {
-	o, d := options{}, provider.DefaultOptions()
+	o := options{}
+	fs := flags(&o)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	return o, o.validate()
+}
+
+// flags are the provider's flags, which fill o; their defaults are
+// provider.DefaultOptions.
+func flags(o *options) *flag.FlagSet {
+	d := provider.DefaultOptions()
 	fs := flag.NewFlagSet("provider", flag.ContinueOnError)
 	fs.BoolVar(&o.debug, "debug", false, "Log at debug level.")
 	fs.DurationVar(&o.poll, "poll", d.Poll, "Safety-net interval at which each managed resource is checked for drift; kinds react to watch events at once.")
@@ -74,29 +85,31 @@ func parse(args []string) (options, error) {
 	// where Crossplane's changelogs sidecar listens.
 	fs.BoolVar(&o.enableChangeLogs, "enable-changelogs", false, "Send every create, update and delete of every managed resource kind to the change-log gRPC service (alpha).")
 	fs.StringVar(&o.changeLogsSocketPath, "changelogs-socket-path", "/var/run/changelogs/changelogs.sock", "Unix socket of the change-log gRPC service, used with --enable-changelogs.")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
+	return fs
+}
+
+// validate refuses what the flags cannot mean together.
+func (o options) validate() error {
 	if o.enableChangeLogs && o.changeLogsSocketPath == "" {
-		return o, errors.New("--enable-changelogs needs a --changelogs-socket-path")
+		return errors.New("--enable-changelogs needs a --changelogs-socket-path")
 	}
 	if o.poll <= 0 || o.sync <= 0 || o.maxReconcileRate <= 0 {
-		return o, errors.New("--poll, --sync and --max-reconcile-rate must be positive")
+		return errors.New("--poll, --sync and --max-reconcile-rate must be positive")
 	}
 	if o.maxRoutineRequests < 0 || o.quietRoutineRequests < 0 {
-		return o, errors.New("--max-routine-requests and --quiet-routine-requests must not be negative")
+		return errors.New("--max-routine-requests and --quiet-routine-requests must not be negative")
 	}
 	if o.clientQPS < 0 {
-		return o, errors.New("--client-qps must not be negative")
+		return errors.New("--client-qps must not be negative")
 	}
 	if o.pollJitter < 0 || o.pollJitter > 100 {
-		return o, errors.New("--poll-jitter-percentage must be between 0 and 100")
+		return errors.New("--poll-jitter-percentage must be between 0 and 100")
 	}
 	// client-go refuses these only once the election starts; say so at once.
 	if o.retryPeriod <= 0 || o.renewDeadline <= time.Duration(leaderelection.JitterFactor*float64(o.retryPeriod)) || o.leaseDuration <= o.renewDeadline {
-		return o, errors.New("leader election needs --leader-election-lease-duration > --leader-election-renew-deadline > 1.2 × --leader-election-retry-period > 0")
+		return errors.New("leader election needs --leader-election-lease-duration > --leader-election-renew-deadline > 1.2 × --leader-election-retry-period > 0")
 	}
-	return o, nil
+	return nil
 }
 
 func envOr(k, d string) string {

@@ -1,6 +1,11 @@
 package main
 
 import (
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +124,43 @@ func TestFlagDefaultsAreDefaultOptions(t *testing.T) {
 	}
 	if diff := cmp.Diff(provider.DefaultOptions(), providerOptions(o, nil, nil), cmpopts.IgnoreUnexported(provider.Options{})); diff != "" {
 		t.Errorf("the flags' defaults are not provider.DefaultOptions: -want, +got:\n%s", diff)
+	}
+}
+
+// TestFlagTable: docs/operations.md's flag table lists every flag with its
+// default, and nothing else.
+func TestFlagTable(t *testing.T) {
+	t.Setenv("POD_NAMESPACE", "")
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "operations.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("^\\| `--([a-z-]+)` \\| ([^|]+) \\|")
+	documented := map[string]string{}
+	for _, l := range strings.Split(string(b), "\n") {
+		if m := row.FindStringSubmatch(l); m != nil {
+			documented[m[1]] = strings.TrimSpace(m[2])
+		}
+	}
+	fs := flags(&options{})
+	fs.VisitAll(func(f *flag.Flag) {
+		doc, ok := documented[f.Name]
+		delete(documented, f.Name)
+		if !ok {
+			t.Errorf("--%s is not in docs/operations.md's flag table", f.Name)
+			return
+		}
+		doc = strings.TrimSpace(strings.TrimSuffix(strings.ReplaceAll(doc, "`", ""), "(off)"))
+		same := doc == f.DefValue || strings.HasSuffix(doc, " or "+f.DefValue)
+		if d1, err1 := time.ParseDuration(doc); err1 == nil {
+			d2, err2 := time.ParseDuration(f.DefValue)
+			same = err2 == nil && d1 == d2
+		}
+		if !same {
+			t.Errorf("docs/operations.md gives --%s default %q, the flag's is %q", f.Name, doc, f.DefValue)
+		}
+	})
+	for name := range documented {
+		t.Errorf("docs/operations.md documents --%s, which is no flag", name)
 	}
 }
