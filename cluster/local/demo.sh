@@ -21,7 +21,24 @@ pod_replaced() {
   uid="$(kc_poll -n demo get pod example-immortalcontainer-immortalpod -o jsonpath='{.metadata.uid}' 2>/dev/null)" &&
     [[ -n "$uid" && "$uid" != "$old" ]]
 }
-more_replicasets() { [[ "$(kc_poll -n demo get replicasets -l app=nginx --no-headers 2>/dev/null | wc -l)" -gt "$before" ]]; }
+nginx_replicasets() { kc_poll -n demo get replicasets -l app=nginx --no-headers 2>/dev/null | wc -l; }
+more_replicasets() { [[ "$(nginx_replicasets)" -gt "$before" ]]; }
+# nginx_deployment: deployment/nginx's generation, the hash in its pod template and the lock on its
+# metadata (the ConfigRollout's, written when it first rolls it).
+nginx_deployment() {
+  kc_poll -n demo get deployment nginx -o jsonpath='generation={.metadata.generation} template-hash={.spec.template.metadata.annotations.workload\.clusterops\.io/config-hash} lock={.metadata.annotations.workload\.clusterops\.io/config-rollout}'
+}
+# nginx_rollout: what ConfigRollout nginx's status says of deployment/nginx: the hash its pods run
+# with, whether that is the baseline recorded when the rollout started to follow it, and the
+# rollouts counted.
+nginx_rollout() {
+  kc_poll -n demo get configrollout nginx -o jsonpath='hash={.status.atProvider.workloads[0].hash} baseline={.status.atProvider.workloads[0].baseline} rollouts={.status.atProvider.rollouts}'
+}
+nginx_followed() { [[ "$(nginx_rollout 2>/dev/null)" == "hash=$rollout_hash baseline=true rollouts=" ]]; }
+following_event() {
+  [[ -n "$(kc_poll -n demo get events --field-selector involvedObject.name=nginx,reason=FollowingWorkloads -o name 2>/dev/null)" ]]
+}
+rollouts_are() { output_is "$1" -n demo get configrollout nginx -o jsonpath='{.status.atProvider.rollouts}'; }
 
 # deleted <namespace> <kind> <name>: kubectl's own --wait would not notice the provider's exit.
 deleted() {
@@ -86,6 +103,11 @@ spec:
   claimRef: {namespace: demo, name: my-web-app-data}
 YAML
 
+# A ConfigRollout nginx left by an earlier run on this cluster has followed, and maybe rolled, the
+# nginx Deployment already: only a new one shows how it starts to follow a running workload.
+fresh_rollout=true
+exists demo configrollout nginx && fresh_rollout=false
+
 say "Applying examples/"
 # examples/platform and examples/crossplane need Crossplane core, which the demo does not run (the
 # Crossplane e2e tier does; see the README); a file marked as needing a second cluster is left out
@@ -120,13 +142,40 @@ wait_for 30 "the image of deployment/my-web-app was not restored to nginx:1.21" 
   output_is nginx:1.21 -n demo get deployment my-web-app -o jsonpath='{.spec.template.spec.containers[0].image}'
 echo "image restored to nginx:1.21 after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 
-say "Changing nginx.conf: the ConfigRollout rolls the nginx Deployment (a new ReplicaSet)"
+say "ConfigRollout nginx follows the running nginx Deployment without rolling it: a baseline in its status, nothing written to the Deployment"
 ready_or_fail configrollout nginx >/dev/null
-before="$(kc -n demo get replicasets -l app=nginx --no-headers | wc -l)"
+if $fresh_rollout; then
+  rollout_hash="$(kc -n demo get configrollout nginx -o jsonpath='{.status.atProvider.hash}')"
+  wait_for 30 "ConfigRollout nginx does not record its hash $rollout_hash as the baseline of deployment/nginx, with no rollout" nginx_followed
+  if [[ "$(nginx_deployment)" != "generation=1 template-hash= lock=" || "$(nginx_replicasets)" != 1 ]]; then
+    echo "demo: ConfigRollout nginx wrote to deployment/nginx when it started to follow it ($(nginx_deployment), $(nginx_replicasets) ReplicaSets); it should only record a baseline in its status" >&2
+    exit 1
+  fi
+  echo "configrollout/nginx: $(nginx_rollout)"
+  echo "deployment/nginx: $(nginx_deployment), $(nginx_replicasets) ReplicaSet"
+  wait_for 30 "ConfigRollout nginx recorded no FollowingWorkloads event" following_event
+  kc -n demo get events --field-selector involvedObject.name=nginx,reason=FollowingWorkloads -o custom-columns=REASON:.reason,MESSAGE:.message
+else
+  echo "(ConfigRollout nginx is left from an earlier run on this cluster: it followed the Deployment then)"
+fi
+kc -n demo get configrollouts
+
+say "Changing nginx.conf: the ConfigRollout rolls the nginx Deployment once (a new ReplicaSet, ROLLOUTS +1)"
+before="$(nginx_replicasets)"
+rollouts="$(kc -n demo get configrollout nginx -o jsonpath='{.status.atProvider.rollouts}')"
+rollouts="${rollouts:-0}"
 kc -n demo patch configmap nginx-conf --type merge -p '{"data":{"nginx.conf":"events {}\nhttp { server { listen 80; return 200 \"changed\\n\"; } }\n"}}' >/dev/null
 start=$(date +%s%N)
 wait_for 30 "no new ReplicaSet of the nginx Deployment appeared" more_replicasets
 echo "new ReplicaSet after $(( ($(date +%s%N) - start) / 1000000 )) ms"
+wait_for 30 "the ROLLOUTS of ConfigRollout nginx did not become $((rollouts + 1)): one rollout for one change" rollouts_are "$((rollouts + 1))"
+ready_or_fail configrollout nginx >/dev/null
+if [[ "$(nginx_replicasets)" != $((before + 1)) ]]; then
+  echo "demo: deployment/nginx has $(nginx_replicasets) ReplicaSets after one change, want $((before + 1)): one rollout" >&2
+  exit 1
+fi
+echo "configrollout/nginx: $(nginx_rollout)"
+echo "deployment/nginx: $(nginx_deployment) (the roll wrote the hash and the lock)"
 kc -n demo get configrollouts
 kc -n demo get replicasets -l app=nginx
 

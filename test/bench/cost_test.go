@@ -310,9 +310,8 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 	// go on from: "" when it must list again.
 	//
 	// Each watch lasts a minute at most, and a request that has not ended 30
-	// s after is given up: once (session 23) a watch request of the bench
-	// waited 5 minutes on its HTTP/2 connection to be sent, and the scenario
-	// with it.
+	// s after is given up: a watch request can wait minutes on its HTTP/2
+	// connection to be sent, and the scenario with it.
 	watchOnce := func(path, rv string) string {
 		ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 		defer cancel()
@@ -330,9 +329,9 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 		dec := json.NewDecoder(body)
 		// A watch that ends at once with nothing in it, or with an error
 		// other than an expired version, is listed again after a second.
-		// Resumed at once from the same version, one spun for nine minutes
-		// (session 24): 2,000 watch requests a second, each ended before
-		// its first event, while every resource it waited for was Ready.
+		// Resumed at once from the same version, such a watch spins: 2,000
+		// requests a second, each ended before its first event, while every
+		// resource it waits for is Ready.
 		began, got := time.Now(), false
 		for {
 			var ev readyEvent

@@ -16,6 +16,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
 )
@@ -23,7 +25,9 @@ import (
 // BenchmarkConfigRolloutStaggered: one ConfigMap that BENCH_STAGGER_N (1,000)
 // Deployments of one replica read, one ConfigRollout selecting them all with
 // strategy.maxConcurrent BENCH_STAGGER_MAX (50). The ConfigMap changes once the
-// rollout has taken them all on; measured is the time from the change until the
+// rollout follows them all (its status records a baseline for each, none was
+// rolled: what is timed is the one staggered rollout of all of them); measured
+// is the time from the change until the
 // rollout reports every Deployment rolled (the Deployment controller and kwok
 // bring each new pod up before the next wave), and the most Deployments seen
 // carrying the new hash without being available again, from a list of all of
@@ -39,12 +43,9 @@ func BenchmarkConfigRolloutStaggered(b *testing.B) {
 		if err := e.Client.Create(ctx, cm); err != nil {
 			b.Fatal(err)
 		}
-		// The Deployments start with the hash the rollout will want, as if it had
-		// rolled them once: its first stamp then rolls none, and what is timed is
-		// the one staggered rollout of all of them.
-		stamp := configrollout.Combined([]string{configrollout.Hash(configrollout.ConfigMapContent(cm, nil))})
+		// The Deployments start as users' do, with no hash in their templates.
 		parallel(b, n, func(i int) error {
-			return e.Client.Create(ctx, readerOf(ns, fmt.Sprintf("app-%04d", i), cm.Name, stamp))
+			return e.Client.Create(ctx, readerOf(ns, fmt.Sprintf("app-%04d", i), cm.Name))
 		})
 		cr := &workloadv1alpha1.ConfigRollout{
 			ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: ns},
@@ -66,8 +67,8 @@ func BenchmarkConfigRolloutStaggered(b *testing.B) {
 				return p != nil && p.Phase == workloadv1alpha1.PhaseComplete && st.Hash != hash && st.Rollouts >= rollouts, nil
 			})
 		}
-		if err := complete("", 0); err != nil {
-			b.Fatalf("the first stamp of %d Deployments did not complete: %v", n, err)
+		if err := followsAll(ctx, e.Client, cr, n); err != nil {
+			b.Fatalf("the rollout did not follow the %d Deployments without rolling them: %v", n, err)
 		}
 		prev, rollouts := cr.Status.AtProvider.Hash, cr.Status.AtProvider.Rollouts
 
@@ -95,6 +96,45 @@ func BenchmarkConfigRolloutStaggered(b *testing.B) {
 		deleteNamespaces(e.Client, ns)
 		b.StartTimer()
 	}
+}
+
+// followsAll waits until the ConfigRollout follows its n Deployments without
+// rolling them: Ready, with no rollout counted and the current hash as the
+// baseline of each of the n in its status. A Deployment of its namespace
+// written to (a hash in its pod template, a generation past 1) fails at once.
+func followsAll(ctx context.Context, c client.Client, cr *workloadv1alpha1.ConfigRollout, n int) error {
+	return wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+			return false, nil //nolint:nilerr // Poll again.
+		}
+		st := cr.Status.AtProvider
+		if st.Rollouts != 0 {
+			return false, fmt.Errorf("%d rollouts counted before any change", st.Rollouts)
+		}
+		if st.Hash == "" || cr.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
+			return false, nil
+		}
+		followed := 0
+		for _, w := range st.Workloads {
+			if w.Baseline && w.Hash == st.Hash {
+				followed++
+			}
+		}
+		if followed != n {
+			return false, nil
+		}
+		l := &appsv1.DeploymentList{}
+		if err := c.List(ctx, l, client.InNamespace(cr.Namespace)); err != nil {
+			return false, nil //nolint:nilerr // Poll again.
+		}
+		for i := range l.Items {
+			d := &l.Items[i]
+			if h := d.Spec.Template.Annotations[configrollout.AnnotationHash]; h != "" || d.Generation != 1 {
+				return false, fmt.Errorf("Deployment %s written to (hash %q, generation %d) before any change", d.Name, h, d.Generation)
+			}
+		}
+		return len(l.Items) == n, nil
+	})
 }
 
 // mostInFlight lists the namespace's Deployments every 250 ms until stop and
@@ -129,9 +169,8 @@ func mostInFlight(ctx context.Context, c client.Client, ns string, cr *workloadv
 	}
 }
 
-// readerOf is a Deployment of one replica whose pod reads the ConfigMap whole,
-// its template stamped with hash.
-func readerOf(ns, name, cm, hash string) *appsv1.Deployment {
+// readerOf is a Deployment of one replica whose pod reads the ConfigMap whole.
+func readerOf(ns, name, cm string) *appsv1.Deployment {
 	labels := map[string]string{"bench": "stagger", "app": name}
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
@@ -139,7 +178,7 @@ func readerOf(ns, name, cm, hash string) *appsv1.Deployment {
 			Replicas: ptr.To[int32](1),
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{configrollout.AnnotationHash: hash}},
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "nginx",
 					EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: cm}}}}}}},
 			},

@@ -24,7 +24,13 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
-const configHash = "workload.clusterops.io/config-hash"
+// The annotations a ConfigRollout writes on a workload when it rolls it: the
+// hash in its pod template, and the lock (the rollout it follows) on its
+// metadata.
+const (
+	configHash = "workload.clusterops.io/config-hash"
+	configLock = "workload.clusterops.io/config-rollout"
+)
 
 // staggerFleet creates n Deployments named <prefix>1..n that read ConfigMap
 // conf, waits until they are available, and returns their references in
@@ -124,15 +130,19 @@ func progressIs(t *testing.T, c client.Client, cr *workloadv1alpha1.ConfigRollou
 	})
 }
 
-// TestConfigRolloutStaggeredOnLocalControlPlane: six Deployments, two at a
-// time, each wave only once the Deployment controller reports the previous
-// one available on kwok's nodes; all roll, in order, never more than two at
-// once.
+// TestConfigRolloutStaggeredOnLocalControlPlane: six running Deployments,
+// which the rollout starts to follow without rolling any; then, for each of
+// two changes of the ConfigMap, all six roll, two at a time, each wave only
+// once the Deployment controller reports the previous one available on kwok's
+// nodes, in order, never more than two at once, each Deployment exactly once.
+// The first change rolls them from the baseline recorded in the rollout's
+// status, the second from the hash the first wrote into their pod templates.
 func TestConfigRolloutStaggeredOnLocalControlPlane(t *testing.T) {
 	env := provider(t)
 	ns := env.Namespace(t, "e2e-stagger", nil)
 	createAll(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v1"}})
 	refs := staggerFleet(t, env.Client, ns, "web", 6, nil)
+	gens := generations(t, env.Client, ns)
 	cr := &workloadv1alpha1.ConfigRollout{
 		ObjectMeta: metav1.ObjectMeta{Name: "waves", Namespace: ns},
 		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
@@ -141,17 +151,17 @@ func TestConfigRolloutStaggeredOnLocalControlPlane(t *testing.T) {
 			Strategy:   &workloadv1alpha1.RolloutStrategy{MaxConcurrent: 2, ProgressDeadline: &metav1.Duration{Duration: 2 * time.Minute}},
 		}},
 	}
-	// For each of the first stamp and a change of the ConfigMap.
-	for i, change := range []func(){
-		func() { createAll(t, env.Client, cr) },
-		func() {
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}}
-			env.Update(t, cm, func() { cm.Data["k"] = "v2" })
-		},
-	} {
+	createAll(t, env.Client, cr)
+	followed(t, env.Client, cr, gens)
+	if p := cr.Status.AtProvider.Progress; p == nil || p.Phase != workloadv1alpha1.PhaseComplete || p.Pending != 0 || len(p.InFlight) != 0 {
+		t.Errorf("progress %+v once the rollout follows the Deployments, want Complete with nothing pending or in flight", p)
+	}
+	// For each of two changes of the ConfigMap.
+	for i, v := range []string{"v2", "v3"} {
 		w := watchRollout(env.Client, ns, cr, cr.Status.AtProvider.Hash)
 		rollouts := cr.Status.AtProvider.Rollouts
-		change()
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}}
+		env.Update(t, cm, func() { cm.Data["k"] = v })
 		testenv.Eventually(t, 3*time.Minute, fmt.Sprintf("rollout %d to complete", i+1), func(ctx context.Context) (bool, error) {
 			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
 				return false, err
@@ -188,19 +198,34 @@ func TestConfigRolloutStaggeredOnLocalControlPlane(t *testing.T) {
 				last = wl.LastRollout.Time
 			}
 		}
+		// Each rolled once per change: its controller saw one new template.
+		runCurrent(t, env.Client, cr)
+		for name, gen := range gens {
+			d := &appsv1.Deployment{}
+			if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, d); err != nil {
+				t.Fatal(err)
+			}
+			if want := gen + int64(i+1); d.Generation != want {
+				t.Errorf("rollout %d: Deployment %s at generation %d, want %d: one roll per change", i+1, name, d.Generation, want)
+			}
+		}
 	}
 }
 
-// TestConfigRolloutHaltsOnLocalControlPlane: one at a time, the second
-// Deployment's new pods fit no node, so it never becomes available: the
-// rollout halts with a condition and an event after progressDeadline, and the
-// rest are not rolled; once its pods fit, the rollout resumes and completes.
+// TestConfigRolloutHaltsOnLocalControlPlane: the rollout follows four
+// Deployments without rolling them; a change of the ConfigMap rolls them one
+// at a time, and the second Deployment's new pods fit no node, so it never
+// becomes available: the rollout halts with a condition and an event after
+// progressDeadline, and the rest are not rolled (status keeps their
+// baselines);
+// once its pods fit, the rollout resumes and completes, each rolled once.
 func TestConfigRolloutHaltsOnLocalControlPlane(t *testing.T) {
 	env := provider(t)
 	ctx := context.Background()
 	ns := env.Namespace(t, "e2e-halt", nil)
 	createAll(t, env.Client, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v1"}})
 	refs := staggerFleet(t, env.Client, ns, "app", 4, map[int]bool{2: true})
+	gens := generations(t, env.Client, ns)
 	cr := &workloadv1alpha1.ConfigRollout{
 		ObjectMeta: metav1.ObjectMeta{Name: "careful", Namespace: ns},
 		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
@@ -210,6 +235,12 @@ func TestConfigRolloutHaltsOnLocalControlPlane(t *testing.T) {
 		}},
 	}
 	createAll(t, env.Client, cr)
+	// It follows the four, app2 mid-rollout included, rolling none; the
+	// change of the ConfigMap rolls them one at a time.
+	followed(t, env.Client, cr, gens)
+	baseline := cr.Status.AtProvider.Hash
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}}
+	env.Update(t, cm, func() { cm.Data["k"] = "v2" })
 	progressIs(t, env.Client, cr, 2*time.Minute, workloadv1alpha1.PhaseHalted, 1, 2)
 	c := cr.GetCondition(workloadv1alpha1.TypeProgressing)
 	if c.Status != corev1.ConditionFalse || c.Reason != workloadv1alpha1.ReasonProgressDeadlineExceeded {
@@ -233,8 +264,13 @@ func TestConfigRolloutHaltsOnLocalControlPlane(t *testing.T) {
 		if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, d); err != nil {
 			t.Fatal(err)
 		}
-		if h := d.Spec.Template.Annotations[configHash]; h != "" {
-			t.Errorf("%s rolled (hash %s) while the rollout is halted", n, h)
+		if h := d.Spec.Template.Annotations[configHash]; h != "" || d.Generation != gens[n] {
+			t.Errorf("%s rolled (hash %s, generation %d, was %d) while the rollout is halted", n, h, d.Generation, gens[n])
+		}
+		for _, w := range cr.Status.AtProvider.Workloads {
+			if w.Name == n && (!w.Baseline || w.Hash != baseline) {
+				t.Errorf("status of %s %+v while the rollout is halted, want its baseline %q", n, w, baseline)
+			}
 		}
 	}
 	// The pods fit again: app2 becomes available and the rollout resumes.
@@ -246,4 +282,8 @@ func TestConfigRolloutHaltsOnLocalControlPlane(t *testing.T) {
 		t.Fatal(err)
 	}
 	progressIs(t, env.Client, cr, 2*time.Minute, workloadv1alpha1.PhaseComplete, 4, 0)
+	if n := cr.Status.AtProvider.Rollouts; n != 4 {
+		t.Errorf("%d rollouts counted, want 4: each Deployment rolled once for the one change", n)
+	}
+	runCurrent(t, env.Client, cr)
 }

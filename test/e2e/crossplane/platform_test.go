@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
 	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
@@ -36,6 +38,13 @@ var (
 	secretGVK        = corev1.SchemeGroupVersion.WithKind("Secret")
 	deploymentGVK    = appsv1.SchemeGroupVersion.WithKind("Deployment")
 	serviceGVK       = corev1.SchemeGroupVersion.WithKind("Service")
+)
+
+// The annotations a ConfigRollout writes on a workload when it rolls it: the hash in its pod
+// template, and the lock (the rollout it follows) on its metadata.
+const (
+	configHashKey = "workload.clusterops.io/config-hash"
+	configLockKey = "workload.clusterops.io/config-rollout"
 )
 
 // testPlatformAPIs applies what a platform team writes besides the packages: the config that
@@ -215,9 +224,10 @@ func testTenants(t *testing.T) {
 }
 
 // testWebApps applies the legacy WebApp claim and the namespaced WebApp XR: each becomes an
-// AppBundle (claim, Deployment, Service), a ConfigMap with its config and a ConfigRollout. A
-// changed config rolls the Deployment; a changed replica count scales it; deletion removes the
-// bundle's Deployment and Service and keeps its data, as AppBundle promises.
+// AppBundle (claim, Deployment, Service), a ConfigMap with its config and a ConfigRollout, which
+// follows the new Deployment without rolling it. A changed config then rolls the Deployment once;
+// a changed replica count scales it; deletion removes the bundle's Deployment and Service and
+// keeps its data, as AppBundle promises.
 func testWebApps(t *testing.T) {
 	ctx := context.Background()
 	volumeFor(t, "tenant-alpha", "hello-data")
@@ -271,23 +281,49 @@ func testWebApps(t *testing.T) {
 	if ok, _ := exists(ctx, serviceGVK, "tenant-alpha", "hello"); !ok {
 		t.Error("the claim asked for a Service; there is none")
 	}
-	before := d.Spec.Template.Annotations
+	// The ConfigRollout follows the app's new Deployment without rolling it: a baseline of the
+	// current config in its status, no rollout counted, no hash in the Deployment's pod template.
+	followed := map[string]string{}
+	for _, ns := range []string{"tenant-alpha", "tenant-beta"} {
+		eventually(t, "ConfigRollout "+ns+"/hello-config to follow Deployment hello without rolling it", func(ctx context.Context) (bool, string, error) {
+			cr, d, err := rolloutAndApp(ctx, ns)
+			if err != nil {
+				return false, "", err
+			}
+			st := cr.Status.AtProvider
+			observed := fmt.Sprintf("status hash %q, rollouts %d, workloads %+v; Deployment template hash %q, lock %q",
+				st.Hash, st.Rollouts, st.Workloads, d.Spec.Template.Annotations[configHashKey], d.Annotations[configLockKey])
+			if st.Rollouts != 0 || d.Spec.Template.Annotations[configHashKey] != "" {
+				t.Fatalf("the WebApp's Deployment in %s was rolled when its ConfigRollout started to follow it: %s", ns, observed)
+			}
+			followed[ns] = st.Hash
+			ready := cr.GetCondition(xpv2.TypeReady).Status == corev1.ConditionTrue
+			return st.Hash != "" && ready && len(st.Workloads) == 1 && st.Workloads[0].Name == "hello" &&
+				st.Workloads[0].Baseline && st.Workloads[0].Hash == st.Hash && st.Workloads[0].LastRollout == nil, observed, nil
+		})
+	}
 
-	// A changed config reaches the ConfigMap, and the rollout rolls the Deployment.
+	// A changed config reaches the ConfigMap, and the rollout rolls the Deployment, once.
 	patchSpec(t, webAppClaim, "tenant-alpha", "hello", map[string]any{"config": map[string]any{"GREETING": "hello again"}, "replicas": 3})
 	eventually(t, "the changed config rolled out and the Deployment scaled", func(ctx context.Context) (bool, string, error) {
 		cm := &corev1.ConfigMap{}
 		if err := s.c.Get(ctx, types.NamespacedName{Namespace: "tenant-alpha", Name: "hello-config"}, cm); err != nil {
 			return false, "", err
 		}
-		d := &appsv1.Deployment{}
-		if err := s.c.Get(ctx, types.NamespacedName{Namespace: "tenant-alpha", Name: "hello"}, d); err != nil {
+		cr, d, err := rolloutAndApp(ctx, "tenant-alpha")
+		if err != nil {
 			return false, "", err
 		}
-		rolled := fmt.Sprint(d.Spec.Template.Annotations) != fmt.Sprint(before)
+		st := cr.Status.AtProvider
+		if st.Rollouts > 1 {
+			t.Fatalf("%d rollouts counted for one change of the config; status %+v", st.Rollouts, st)
+		}
+		rolled := st.Rollouts == 1 && st.Hash != followed["tenant-alpha"] && d.Spec.Template.Annotations[configHashKey] == st.Hash &&
+			d.Annotations[configLockKey] == "hello-config" && len(st.Workloads) == 1 && !st.Workloads[0].Baseline
 		scaled := d.Spec.Replicas != nil && *d.Spec.Replicas == 3
 		return cm.Data["GREETING"] == "hello again" && rolled && scaled,
-			fmt.Sprintf("GREETING=%q template annotations %v → %v, replicas %v", cm.Data["GREETING"], before, d.Spec.Template.Annotations, d.Spec.Replicas), nil
+			fmt.Sprintf("GREETING=%q; status hash %q (was %q), rollouts %d, workloads %+v; template hash %q, lock %q, replicas %v",
+				cm.Data["GREETING"], st.Hash, followed["tenant-alpha"], st.Rollouts, st.Workloads, d.Spec.Template.Annotations[configHashKey], d.Annotations[configLockKey], d.Spec.Replicas), nil
 	})
 	waitTrue(t, webAppClaim, "tenant-alpha", "hello", "Ready")
 
@@ -309,6 +345,16 @@ func testWebApps(t *testing.T) {
 	if ok, _ := exists(ctx, corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"), "tenant-alpha", "hello-data"); !ok {
 		t.Error("the WebApp's data claim was deleted with it; AppBundle keeps it by default")
 	}
+}
+
+// rolloutAndApp are a WebApp's ConfigRollout hello-config and Deployment hello in ns.
+func rolloutAndApp(ctx context.Context, ns string) (*workloadv1alpha1.ConfigRollout, *appsv1.Deployment, error) {
+	cr, d := &workloadv1alpha1.ConfigRollout{}, &appsv1.Deployment{}
+	if err := s.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "hello-config"}, cr); err != nil {
+		return nil, nil, err
+	}
+	err := s.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "hello"}, d)
+	return cr, d, err
 }
 
 func deployment(t *testing.T, ns, name string) *appsv1.Deployment {

@@ -72,7 +72,8 @@ func (n *traceNode) paths() []string {
 // composite's name standing in for "*", within 30 s: a claim's conditions follow its composite's a
 // moment later, and once in CI a claim already seen Ready showed Ready=False under a Ready
 // composite (a composed resource's Ready turning False for a moment, such as an AppBundle whose
-// Deployment the composed ConfigRollout has just rolled), as a user tracing it then would see.
+// Deployment is rolling out new pods: in that run the composed ConfigRollout had just rolled it,
+// as it then did every Deployment it started to follow), as a user tracing it then would see.
 func checkTrace(t *testing.T, resource, ns string, want []string) {
 	t.Helper()
 	var got []string
