@@ -159,16 +159,12 @@ func Scheme() (*kruntime.Scheme, error) {
 }
 
 // New builds the provider o describes. Start runs it.
-func New(o Options) (*Provider, error) { //nolint:gocyclo // A list of steps.
+func New(o Options) (*Provider, error) {
 	if o.Config == nil {
 		return nil, errors.New("the provider needs an API server config")
 	}
 	if o.MaxReconcileRate <= 0 {
 		return nil, errors.New("the provider needs a positive reconcile rate")
-	}
-	log := o.Logger
-	if log == nil {
-		log = logging.NewNopLogger()
 	}
 	reg := o.MetricsRegistry
 	if reg == nil {
@@ -178,33 +174,78 @@ func New(o Options) (*Provider, error) { //nolint:gocyclo // A list of steps.
 	if err != nil {
 		return nil, err
 	}
+	local, limited, err := clientConfigs(o, reg)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := newManager(o, s, limited)
+	if err != nil {
+		return nil, err
+	}
+	ko, err := kindOptions(o, reg)
+	if err != nil {
+		return nil, err
+	}
+	p := &Provider{setUp: make(chan struct{}), closeConn: func() error { return nil }}
+	if o.ChangeLogSocket != "" {
+		clo, closeConn, err := managedkind.ChangeLogs(o.ChangeLogSocket, o.ChangeLogProvider)
+		if err != nil {
+			return nil, err
+		}
+		ko.Features.Enable(feature.EnableAlphaChangeLogs)
+		ko.ChangeLogOptions = clo
+		p.closeConn = closeConn
+	}
+	qps, burst := clientRate(o)
+	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), local, s,
+		target.WithProviderNamespace(o.Namespace), target.WithClientRate(qps, burst))
+	p.Manager, p.Resolver = mgr, r
+	if err := p.setUpKinds(o.SafeStart, ko); err != nil {
+		_ = p.closeConn()
+		return nil, err
+	}
+	return p, nil
+}
 
-	// Every client made from cfg, the remote clusters' aside, counts its
-	// requests by verb and resource.
+// clientRate is the client-side limit ClientQPS asks for: none at 0.
+func clientRate(o Options) (float32, int) {
+	return o.ClientQPS, max(int(2*o.ClientQPS), 1)
+}
+
+// clientConfigs are the configs of the clients the provider acts with on its
+// own cluster (local, for InjectedIdentity configs) and of its manager
+// (limited). Every client made from them counts its requests by verb and
+// resource, and its routine requests pass the gate (urgency.Gate).
+func clientConfigs(o Options, reg prometheus.Registerer) (local, limited *rest.Config, err error) {
 	cfg := rest.CopyConfig(o.Config)
 	apimetrics.Instrument(cfg)
 	if err := apimetrics.Register(reg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := urgency.Gate(cfg, o.MaxRoutineRequests, o.QuietRoutineRequests, reg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	local := rest.CopyConfig(cfg)
+	local = rest.CopyConfig(cfg)
 	if o.WrapTargets != nil {
 		local.Wrap(o.WrapTargets)
 	}
 	// No client-side limit unless ClientQPS asks for one; urgent requests go
 	// ahead of routine ones within it.
-	limited := rest.CopyConfig(cfg)
-	qps, burst := o.ClientQPS, max(int(2*o.ClientQPS), 1)
+	limited = rest.CopyConfig(cfg)
+	qps, burst := clientRate(o)
 	urgency.Throttle(limited, qps, burst)
 	if err := urgency.RegisterThrottle(reg); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if o.WrapManager != nil {
 		limited.Wrap(o.WrapManager)
 	}
+	return local, limited, nil
+}
 
+// newManager makes the controller manager, with its cache, endpoints and
+// leader election.
+func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config) (ctrl.Manager, error) {
 	co, err := cacheOptions(o.Sync)
 	if err != nil {
 		return nil, err
@@ -229,7 +270,7 @@ func New(o Options) (*Provider, error) { //nolint:gocyclo // A list of steps.
 	if mo.Metrics.BindAddress == "" {
 		mo.Metrics.BindAddress = "0"
 	}
-	mgr, err := ctrl.NewManager(limited, mo)
+	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot create controller manager")
 	}
@@ -239,14 +280,22 @@ func New(o Options) (*Provider, error) { //nolint:gocyclo // A list of steps.
 	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
 		return nil, errors.Wrap(err, "cannot add ready check")
 	}
+	return mgr, nil
+}
 
+// kindOptions are what every kind's controller is set up with.
+func kindOptions(o Options, reg prometheus.Registerer) (managedkind.Options, error) {
+	log := o.Logger
+	if log == nil {
+		log = logging.NewNopLogger()
+	}
 	mrMetrics, err := register(reg, managed.NewMRMetricRecorder())
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot register managed resource metrics")
+		return managedkind.Options{}, errors.Wrap(err, "cannot register managed resource metrics")
 	}
 	stateMetrics, err := register(reg, statemetrics.NewMRStateMetrics())
 	if err != nil {
-		return nil, errors.Wrap(err, "cannot register managed resource state metrics")
+		return managedkind.Options{}, errors.Wrap(err, "cannot register managed resource state metrics")
 	}
 	ko := managedkind.Options{
 		Options: controller.Options{
@@ -266,38 +315,24 @@ func New(o Options) (*Provider, error) { //nolint:gocyclo // A list of steps.
 	if o.ManagementPolicies {
 		ko.Features.Enable(feature.EnableBetaManagementPolicies)
 	}
-	p := &Provider{setUp: make(chan struct{}), closeConn: func() error { return nil }}
-	if o.ChangeLogSocket != "" {
-		clo, closeConn, err := managedkind.ChangeLogs(o.ChangeLogSocket, o.ChangeLogProvider)
-		if err != nil {
-			return nil, err
-		}
-		ko.Features.Enable(feature.EnableAlphaChangeLogs)
-		ko.ChangeLogOptions = clo
-		p.closeConn = closeConn
-	}
+	return ko, nil
+}
 
-	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), local, s,
-		target.WithProviderNamespace(o.Namespace), target.WithClientRate(qps, burst))
-	p.Manager, p.Resolver = mgr, r
-	if !o.SafeStart {
-		if err := clusterops.Setup(mgr, ko, r); err != nil {
-			_ = p.closeConn()
-			return nil, err
+// setUpKinds adds every kind's controller to the manager: at once, or with
+// safe-start each once its CRDs are established.
+func (p *Provider) setUpKinds(safeStart bool, ko managedkind.Options) error {
+	if !safeStart {
+		if err := clusterops.Setup(p.Manager, ko, p.Resolver); err != nil {
+			return err
 		}
 		close(p.setUp)
-		return p, nil
+		return nil
 	}
 	ko.Gate = new(gate.Gate[schema.GroupVersionKind])
-	if err := customresourcesgate.Setup(mgr, ko.Options); err != nil {
-		_ = p.closeConn()
-		return nil, errors.Wrap(err, "cannot set up safe-start gate")
+	if err := customresourcesgate.Setup(p.Manager, ko.Options); err != nil {
+		return errors.Wrap(err, "cannot set up safe-start gate")
 	}
-	if err := clusterops.SetupGated(mgr, ko, r, func() { close(p.setUp) }); err != nil {
-		_ = p.closeConn()
-		return nil, err
-	}
-	return p, nil
+	return clusterops.SetupGated(p.Manager, ko, p.Resolver, func() { close(p.setUp) })
 }
 
 // Start runs the provider until ctx ends.

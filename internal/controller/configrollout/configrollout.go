@@ -324,29 +324,37 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	if sel.err != nil {
 		return managed.ExternalObservation{}, sel.err
 	}
+	pending, locked := e.compare(ctx, cr, ws, len(missing) == 0)
+	if err := e.planWave(cr, ws, pending); err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	e.observed = *o.DeepCopy()
+	e.rollNow = e.conclude(cr, len(pending), missing, locked, missingWorkloads)
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: !e.rollNow}, nil
+}
+
+// compare records in status what each selected workload runs, against the
+// hash it is to carry, and returns the "Kind/name" of those to roll and why
+// others are not this rollout's. complete is false while a source is
+// missing: nothing is followed on a partial view of the configuration.
+func (e *external) compare(ctx context.Context, cr *v1alpha1.ConfigRollout, ws []workload, complete bool) (pending map[string]bool, locked []string) {
+	o := &cr.Status.AtProvider
 	last, recorded := map[string]*metav1.Time{}, map[string]v1alpha1.RolledWorkload{}
 	for _, w := range o.Workloads {
 		last[w.Kind+"/"+w.Name], recorded[w.Kind+"/"+w.Name] = w.LastRollout, w
 	}
 	o.Workloads = make([]v1alpha1.RolledWorkload, 0, len(ws))
-	pending := 0
-	pendingKeys := map[string]bool{}
-	var locked, followed []string
+	pending = map[string]bool{}
+	var followed []string
 	for _, w := range ws {
-		if w.Lock != "" && w.Lock != cr.GetName() && e.holds(ctx, cr.GetNamespace(), w.Lock) {
-			locked = append(locked, fmt.Sprintf("%s %q follows ConfigRollout %q", w.Kind, w.Name, w.Lock))
-			continue
-		}
 		key := w.Kind + "/" + w.Name
-		if w.Lock != cr.GetName() {
-			if by := followedBy(ctx, e.rollouts, cr, key); by != "" {
-				locked = append(locked, fmt.Sprintf("%s %q follows ConfigRollout %q", w.Kind, w.Name, by))
-				continue
-			}
+		if by := e.followedBy(ctx, cr, w); by != "" {
+			locked = append(locked, fmt.Sprintf("%s %q follows ConfigRollout %q", w.Kind, w.Name, by))
+			continue
 		}
 		want := e.want(cr, w, o.Hash)
 		rec := recorded[key]
-		carried, baseline, adopted := runs(w.templateHash(), w.Lock == cr.GetName(), rec, want, o.Hash, len(missing) == 0 && !cr.Spec.ForProvider.RollOnAdoption)
+		carried, baseline, adopted := runs(w.templateHash(), w.Lock == cr.GetName(), rec, want, o.Hash, complete && !cr.Spec.ForProvider.RollOnAdoption)
 		if adopted {
 			followed = append(followed, fmt.Sprintf("%s %q", w.Kind, w.Name))
 		}
@@ -364,17 +372,29 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		}
 		o.Workloads = append(o.Workloads, v1alpha1.RolledWorkload{Kind: w.Kind, Name: w.Name, Hash: carried, Baseline: baseline, LastRollout: last[key]})
 		if !upToDate(carried, want, o.Hash) {
-			pending++
-			pendingKeys[key] = true
+			pending[key] = true
 		}
 	}
 	e.following(cr, followed)
+	return pending, locked
+}
 
-	if err := e.planWave(cr, ws, pendingKeys); err != nil {
-		return managed.ExternalObservation{}, err
+// followedBy names the other ConfigRollout that workload w follows, by its
+// lock or, without one, by that rollout's baseline; "" when it may follow
+// this one.
+func (e *external) followedBy(ctx context.Context, cr *v1alpha1.ConfigRollout, w workload) string {
+	switch {
+	case w.Lock == cr.GetName():
+		return ""
+	case w.Lock != "" && e.holds(ctx, cr.GetNamespace(), w.Lock):
+		return w.Lock
 	}
-	e.observed = *o.DeepCopy()
-	e.rollNow = false
+	return followedBy(ctx, e.rollouts, cr, workloadKey(w.Kind, w.Name))
+}
+
+// conclude sets the Ready condition from what Observe found, and reports
+// whether Update is to roll the pending workloads now.
+func (e *external) conclude(cr *v1alpha1.ConfigRollout, pending int, missing, locked, missingWorkloads []string) bool {
 	switch {
 	case len(missing) > 0:
 		// Nothing is rolled, or followed, on a partial view of the
@@ -387,14 +407,14 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	case pending > 0:
 		if due, waiting := debounceDue(cr, e.now()); waiting {
 			cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%d workloads to roll after the debounce window, at %s", pending, due.UTC().Format(time.RFC3339))))
-			break
+			return false
 		}
 		if e.heldBack(cr) {
 			// A strategy or windows hold the pending workloads back for now.
-			break
+			return false
 		}
 		cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%d workloads to roll", pending)))
-		e.rollNow = true
+		return true
 	case len(locked) > 0:
 		cr.SetConditions(xpv2.Unavailable().WithMessage(strings.Join(locked, ", ") + ": a workload follows one ConfigRollout, so it is not rolled by this one"))
 	case len(missingWorkloads) > 0:
@@ -402,7 +422,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	default:
 		cr.SetConditions(xpv2.Available())
 	}
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: !e.rollNow}, nil
+	return false
 }
 
 // holds reports whether ConfigRollout name in ns still exists to hold a lock.
@@ -458,7 +478,11 @@ func (e *external) following(cr *v1alpha1.ConfigRollout, workloads []string) {
 	if len(workloads) > maxNamed {
 		names += ", …"
 	}
-	e.record.Event(cr, event.Normal(reasonFollowing, fmt.Sprintf("Following %d workloads without rolling them: %s; a later change of the configuration rolls them", len(workloads), names)))
+	what := fmt.Sprintf("%d workloads", len(workloads))
+	if len(workloads) == 1 {
+		what = "1 workload"
+	}
+	e.record.Event(cr, event.Normal(reasonFollowing, fmt.Sprintf("Following %s without rolling: %s; a later change of the configuration rolls it", what, names)))
 }
 
 // roll applies only the hash annotation and the lock, under the

@@ -70,6 +70,26 @@ type Plan struct {
 	Problems []v1alpha1.CopyProblem
 }
 
+// prune plans what becomes of the copies no longer wanted: pruned, released
+// when taken over, or left in place with the reason.
+func (p *Plan) prune(in PlanInput, wanted map[Ref]bool) {
+	for _, c := range in.Copies {
+		if wanted[Ref{c.Namespace, c.Name}] {
+			continue
+		}
+		switch {
+		case !in.MayDelete:
+			p.problem(c.Namespace, c.Name, v1alpha1.ProblemPruneSkipped, "no longer wanted, but the management policies leave out Delete, so it stays")
+		case in.Reachable(c.Namespace) != nil:
+			p.problem(c.Namespace, c.Name, v1alpha1.ProblemOutOfReach, "no longer wanted, but left in place: "+in.Reachable(c.Namespace).Error())
+		case TakenOver(c):
+			p.Actions = append(p.Actions, Action{Op: OpRelease, Object: Released(c)})
+		default:
+			p.Actions = append(p.Actions, Action{Op: OpPrune, Object: c})
+		}
+	}
+}
+
 // MakePlan compares the copies with their sources and targets and returns
 // the writes that make them equal. It writes nothing itself.
 func MakePlan(in PlanInput) Plan {
@@ -137,22 +157,7 @@ func MakePlan(in PlanInput) Plan {
 		}
 	}
 	p.holdConflicted(in, wanted)
-	for _, c := range in.Copies {
-		ref := Ref{c.Namespace, c.Name}
-		if wanted[ref] {
-			continue
-		}
-		switch {
-		case !in.MayDelete:
-			p.problem(c.Namespace, c.Name, v1alpha1.ProblemPruneSkipped, "no longer wanted, but the management policies leave out Delete, so it stays")
-		case in.Reachable(c.Namespace) != nil:
-			p.problem(c.Namespace, c.Name, v1alpha1.ProblemOutOfReach, "no longer wanted, but left in place: "+in.Reachable(c.Namespace).Error())
-		case TakenOver(c):
-			p.Actions = append(p.Actions, Action{Op: OpRelease, Object: Released(c)})
-		default:
-			p.Actions = append(p.Actions, Action{Op: OpPrune, Object: c})
-		}
-	}
+	p.prune(in, wanted)
 	for _, ns := range in.Targets.Missing {
 		for _, src := range in.Sources {
 			p.problem(ns, in.Transform.Name(src), v1alpha1.ProblemNamespaceMissing, fmt.Sprintf("namespace %q does not exist; the copy is made when it is created", ns))
