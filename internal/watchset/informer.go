@@ -1,0 +1,234 @@
+package watchset
+
+// This file holds the informers behind the watches: starting and stopping
+// the metadata-only informer of a watch (inform, start, stopWatch), and what
+// a running one offers its owners: whether it has synced (WhenSynced) and
+// the objects its store holds (List), read instead of the API server.
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/clusterops/provider-clusterops/internal/target"
+)
+
+type running struct {
+	stop     context.CancelFunc
+	informer toolscache.SharedIndexInformer
+	// handled syncs once the events of the informer's first list have
+	// been handed out, which the informer's own HasSynced does not wait for.
+	handled toolscache.ResourceEventHandlerRegistration
+	// owners are those of a watch's own informer. names, of a group's shared
+	// informer only, are the owners of each name it serves.
+	owners *ownerSet
+	names  map[string]*ownerSet
+	// synced is set once the informer has listed (or stopped before);
+	// waiting are the owners to enqueue then (WhenSynced). Both under
+	// Set.mu.
+	synced  bool
+	waiting map[types.NamespacedName]struct{}
+}
+
+// start runs the informer of k alone; s.mu is held.
+func (s *Set) start(c *target.Cluster, k key) error {
+	r, err := s.inform(c, k.Watch, func(h happening, objs ...any) { s.notify(k, h, objs...) })
+	if err != nil {
+		return err
+	}
+	r.owners = &ownerSet{}
+	s.watches[k] = r
+	if g, name, ok := k.named(); ok {
+		if s.named[g] == nil {
+			s.named[g] = map[string]struct{}{}
+		}
+		s.named[g][name] = struct{}{}
+	}
+	return nil
+}
+
+// stopWatch stops the informer of k alone; s.mu is held.
+func (s *Set) stopWatch(k key) {
+	s.watches[k].stop()
+	delete(s.watches, k)
+	if g, name, ok := k.named(); ok {
+		delete(s.named[g], name)
+		if len(s.named[g]) == 0 {
+			delete(s.named, g)
+		}
+	}
+}
+
+// inform runs an informer of w on cluster c whose events go to notify; s.mu
+// is held.
+func (s *Set) inform(c *target.Cluster, w Watch, notify func(h happening, objs ...any)) (*running, error) {
+	mc, ok := s.clients[c.ID]
+	if !ok {
+		cfg := rest.CopyConfig(c.Config)
+		// Watches are long-lived: their requests are few, but many start at once
+		// when the provider starts, so they get a rate of their own.
+		cfg.QPS, cfg.Burst = 50, 100
+		var err error
+		if mc, err = metadata.NewForConfig(cfg); err != nil {
+			return nil, errors.Wrap(err, "cannot create a metadata client for watches")
+		}
+		s.clients[c.ID] = mc
+	}
+	indexers := toolscache.Indexers{}
+	// A watch's events are all anyone uses: its store keeps only what the
+	// informer needs to tell objects and versions apart, not labels,
+	// annotations or managed fields (measured by make bench's memory scenario).
+	transform := slim
+	switch {
+	case w.ReadLabels:
+		transform = slimKeepingLabels
+	case isKey(w.Labels):
+		// A label group's shared watch: the label's value routes events.
+		transform = slimKeeping(w.Labels)
+		indexers[byValue] = func(o any) ([]string, error) {
+			m, err := meta.Accessor(o)
+			if err != nil {
+				return nil, err
+			}
+			return []string{m.GetLabels()[w.Labels]}, nil
+		}
+	}
+	inf := metadatainformer.NewFilteredMetadataInformer(mc, w.Resource, w.Namespace, 0, indexers, func(o *metav1.ListOptions) {
+		o.LabelSelector, o.FieldSelector = w.Labels, w.Fields
+	}).Informer()
+	if err := inf.SetTransform(transform); err != nil {
+		return nil, errors.Wrap(err, "cannot slim watched objects")
+	}
+	handled, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(o any, initial bool) {
+			h := changed
+			if initial {
+				h = listed
+			}
+			notify(h, o)
+		},
+		UpdateFunc: func(was, is any) {
+			// A watch that keeps labels is read for them: an update that
+			// changes neither them nor the deletion mark, such as a terminating
+			// namespace's status, concerns no owner. Every owner of the
+			// namespaces watch would be reconciled for it.
+			if w.ReadLabels && sameLabelsAndDeletion(was, is) {
+				return
+			}
+			notify(changed, was, is)
+		},
+		DeleteFunc: func(o any) {
+			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			// A deletion is nobody's own write: the copy a rule made and
+			// somebody deleted must be made again.
+			s.forgetWrite(key{cluster: c.ID, Watch: w}, o)
+			notify(gone, o)
+		},
+	})
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot handle watch events")
+	}
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
+		// The informer retries with backoff; the managed resource's poll is
+		// the safety net meanwhile.
+		s.log.Debug("Watch failed; retrying", "resource", w.Resource.String(), "namespace", w.Namespace, "labels", w.Labels, "fields", w.Fields, "error", err)
+	})
+	ctx, stop := context.WithCancel(s.ctx)
+	if s.startHook != nil {
+		if err := s.startHook(ctx, w); err != nil {
+			stop()
+			return nil, err
+		}
+	}
+	r := &running{stop: stop, informer: inf, handled: handled}
+	go inf.RunWithContext(ctx)
+	go s.awaitSync(ctx, r)
+	return r, nil
+}
+
+// awaitSync enqueues the owners waiting for r to sync once it has, or once
+// it stopped before: they decide again either way. Synced is when the first
+// list's events have been sent, so those come first. The goroutine lasts
+// until the informer's first list.
+func (s *Set) awaitSync(ctx context.Context, r *running) {
+	toolscache.WaitForCacheSync(ctx.Done(), r.handled.HasSynced)
+	s.mu.Lock()
+	r.synced = true
+	owners := slices.Collect(maps.Keys(r.waiting))
+	r.waiting = nil
+	s.mu.Unlock()
+	s.enqueue(owners, true)
+}
+
+// WhenSynced reports whether every watch of owner has synced, so that List
+// serves them all. If not, owner is enqueued, as routine, once they have: an
+// owner that would rather decide from its watches than read the API server
+// (such as a resource whose status says what it last decided from, after a
+// restart) waits for them without holding a worker.
+func (s *Set) WhenSynced(owner types.NamespacedName) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	all := true
+	for h := range s.owners[owner] {
+		r, ok := s.serving(h.Value())
+		if !ok {
+			// Never so once ensure returns; never wait on it either.
+			go s.enqueue([]types.NamespacedName{owner}, true)
+			return false
+		}
+		if r.synced || r.handled.HasSynced() {
+			continue
+		}
+		all = false
+		if r.waiting == nil {
+			r.waiting = map[types.NamespacedName]struct{}{}
+		}
+		r.waiting[owner] = struct{}{}
+	}
+	return all
+}
+
+// List returns the objects a running, synced watch w on cluster c holds, as
+// its transform kept them; false when there is no such watch yet, and the
+// caller reads the API server instead. The store is current up to the events
+// the watch has delivered, which are the events that enqueue its owners. A
+// name watch served by its group's shared informer lists its one object.
+func (s *Set) List(c *target.Cluster, w Watch) ([]*Object, bool) {
+	k := key{cluster: c.ID, Watch: w}
+	s.mu.Lock()
+	r, ok := s.serving(k)
+	s.mu.Unlock()
+	if !ok || !r.informer.HasSynced() {
+		return nil, false
+	}
+	var items []any
+	if r.names != nil {
+		g, v, _ := k.named()
+		if g.label != "" {
+			items, _ = r.informer.GetIndexer().ByIndex(byValue, v)
+		} else if i, exists, _ := r.informer.GetStore().GetByKey(toolscache.NewObjectName(w.Namespace, v).String()); exists {
+			items = []any{i}
+		}
+	} else {
+		items = r.informer.GetStore().List()
+	}
+	out := make([]*Object, 0, len(items))
+	for _, i := range items {
+		if m, ok := asObject(i); ok {
+			out = append(out, m)
+		}
+	}
+	return out, true
+}
