@@ -50,7 +50,6 @@ import (
 	"strings"
 	"time"
 
-	pkgmetav1 "github.com/crossplane/crossplane/apis/v2/pkg/meta/v1"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -60,6 +59,8 @@ import (
 	"github.com/spf13/afero"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	pkgmetav1 "github.com/crossplane/crossplane/apis/v2/pkg/meta/v1"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/xpkg"
@@ -95,7 +96,7 @@ type packageKind struct {
 }
 
 // Package kinds, by --kind.
-var kinds = map[string]packageKind{ //nolint:gochecknoglobals // A constant in spirit.
+var kinds = map[string]packageKind{ // A constant in spirit.
 	"provider": {
 		name:        "provider-clusterops",
 		packageRoot: "package",
@@ -128,14 +129,14 @@ type platform struct {
 func (p platform) String() string { return p.os + "/" + p.arch }
 
 // platforms are those of every provider and function package, in index order.
-var platforms = []platform{ //nolint:gochecknoglobals // A constant in spirit.
+var platforms = []platform{ // A constant in spirit.
 	{os: "linux", arch: "amd64", machine: elf.EM_X86_64},
 	{os: "linux", arch: "arm64", machine: elf.EM_AARCH64},
 }
 
 // epoch is the timestamp of everything in the runtime image, so the same
 // binary always yields the same image.
-var epoch = time.Unix(0, 0).UTC() //nolint:gochecknoglobals // A constant in spirit.
+var epoch = time.Unix(0, 0).UTC() // A constant in spirit.
 
 // options are the command line flags.
 type options struct {

@@ -28,12 +28,13 @@ import (
 	"testing"
 
 	"github.com/Masterminds/semver/v3"
-	pkgmetav1 "github.com/crossplane/crossplane/apis/v2/pkg/meta/v1"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
+
+	pkgmetav1 "github.com/crossplane/crossplane/apis/v2/pkg/meta/v1"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/xpkg"
 )
@@ -55,7 +56,7 @@ const (
 )
 
 // requiredAnnotations are the annotations every package carries.
-var requiredAnnotations = []string{ //nolint:gochecknoglobals // Test table.
+var requiredAnnotations = []string{ // Test table.
 	annotationMaintainer, annotationSource, annotationLicense, annotationDescription,
 	annotationReadme, annotationIcon, annotationName,
 }

@@ -104,7 +104,7 @@ type wantCondition struct {
 // test/integration/platform expects of the same examples; the providerConfigRef
 // is the XRDs' default, which render applies with --xrd as the API server
 // would.
-var renderCases = map[string]renderCase{ //nolint:gochecknoglobals // Test table.
+var renderCases = map[string]renderCase{ // Test table.
 	"legacy/tenant-claim.yaml": {
 		xrKind:      "XTenant",
 		composition: "xtenants.platform.clusterops.io",

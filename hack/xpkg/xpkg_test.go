@@ -32,8 +32,6 @@ import (
 	"strings"
 	"testing"
 
-	pkgmetav1 "github.com/crossplane/crossplane/apis/v2/pkg/meta/v1"
-	pkgv1beta1 "github.com/crossplane/crossplane/apis/v2/pkg/v1beta1"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -46,6 +44,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	k8syaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	pkgmetav1 "github.com/crossplane/crossplane/apis/v2/pkg/meta/v1"
+	pkgv1beta1 "github.com/crossplane/crossplane/apis/v2/pkg/v1beta1"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/xpkg"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/xpkg/parser"
@@ -101,7 +102,7 @@ type entry struct {
 
 // wantPlatforms are the platforms of every provider and function package, in
 // index order, and the ELF machine of the binary each must run.
-var wantPlatforms = []struct { //nolint:gochecknoglobals // Test table.
+var wantPlatforms = []struct { // Test table.
 	platform string
 	machine  elf.Machine
 }{

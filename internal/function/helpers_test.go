@@ -3,11 +3,10 @@ package function
 import (
 	"testing"
 
-	"google.golang.org/protobuf/types/known/structpb"
-	"sigs.k8s.io/yaml"
-
 	fnv1 "github.com/crossplane/function-sdk-go/proto/v1"
 	"github.com/crossplane/function-sdk-go/resource"
+	"google.golang.org/protobuf/types/known/structpb"
+	"sigs.k8s.io/yaml"
 )
 
 // A state is a pipeline state written as YAML: the composite and the

@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/crossplane/function-sdk-go/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-
-	"github.com/crossplane/function-sdk-go/resource"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 

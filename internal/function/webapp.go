@@ -6,11 +6,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/crossplane/function-sdk-go/resource"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/crossplane/function-sdk-go/resource"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 

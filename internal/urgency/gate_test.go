@@ -52,7 +52,10 @@ func TestGate(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := inFlight.Add(1)
 		defer inFlight.Add(-1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		for m := most.Load(); n > m; m = most.Load() {
+			if most.CompareAndSwap(m, n) {
+				break
+			}
 		}
 		if r.URL.Query().Get("hold") == "true" {
 			<-release

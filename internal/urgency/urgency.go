@@ -57,7 +57,7 @@ func (u urgent) Generic(ctx context.Context, e event.GenericEvent, q queue) {
 
 // Queue returns q with urgent requests by default, when q is a priority
 // queue; q itself otherwise.
-func Queue(q queue) queue {
+func Queue(q workqueue.TypedRateLimitingInterface[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
 		return urgentQueue{pq}
 	}

@@ -115,8 +115,15 @@ func (s *Set) ensure(owner types.NamespacedName, ons []On, keep bool) error {
 	for _, g := range coalesced {
 		s.coalesce(g)
 	}
-	// Owning before releasing leaves no informer ownerless in between, which
-	// release would stop.
+	s.hand(owner, want)
+	return nil
+}
+
+// hand makes owner the owner of exactly the watches want, every one of which
+// is served, and reconciles it when it joined a watch that had already seen
+// a change it missed. Owning before releasing leaves no informer ownerless in
+// between, which release would stop.
+func (s *Set) hand(owner types.NamespacedName, want map[key]struct{}) {
 	var behind bool
 	owned := make(map[unique.Handle[key]]struct{}, len(want))
 	for k := range want {
@@ -138,10 +145,9 @@ func (s *Set) ensure(owner types.NamespacedName, ons []On, keep bool) error {
 	}
 	if len(want) == 0 {
 		delete(s.owners, owner)
-		return nil
+		return
 	}
 	s.owners[owner] = owned
-	return nil
 }
 
 // Owns reports whether owner holds watch w on cluster c: whether an event of

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
 	// The provider runs from a distroless image without a zone database.
 	_ "time/tzdata"
 

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/testenv"

@@ -142,7 +142,7 @@ func TestRuntimeProblems(t *testing.T) {
 				mrPath := fmt.Sprintf("/namespaces/%s/%ss/%s", ns, strings.ToLower(u.GetKind()), u.GetName())
 				evPath := fmt.Sprintf("/namespaces/%s/events", ns)
 				mrBefore, evBefore := len(env.ManagerWrites.Writes(mrPath)), len(env.ManagerWrites.Writes(evPath))
-				time.Sleep(stormWindow) //nolint:forbidigo // Counting what happens in a window, not waiting for something.
+				time.Sleep(stormWindow) // Counting what happens in a window, not waiting for something.
 				mr, evs := len(env.ManagerWrites.Writes(mrPath))-mrBefore, len(env.ManagerWrites.Writes(evPath))-evBefore
 				// Retried: each retry records its Warning event again. Without one
 				// in the window, the bound below would hold for want of a retry.

@@ -81,7 +81,7 @@ func sources(c cache.Cache, own *ownWrites, h handler.EventHandler) []source.Sou
 // changes passes the creation and update events of objects of kind that are
 // not the AppBundle's own writes, the updates only where changed says they
 // concern it, and every deletion.
-func changes[T client.Object](own *ownWrites, kind string, changed func(old, new T) bool) predicate.Predicate {
+func changes[T client.Object](own *ownWrites, kind string, changed func(old, cur T) bool) predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(e ctrlevent.CreateEvent) bool { return !own.heard(kind, e.Object, true) },
 		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {

@@ -298,25 +298,44 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 			return err
 		}
 	}
-	var done []v1alpha1.ChaosAction
-	var errs []error
-	var halted *stop
-	for _, a := range plan.Actions {
+	r := acted{reasons: reasons, stopped: stopped}
+	e.carryOut(ctx, ca, b, s, plan.Actions, round, now, dry, &r)
+	e.actedUnless(ca, r.halted, len(namespaces), len(r.stopped))
+	finish(r.done, r.reasons)
+	return errors.Join(r.errs...)
+}
+
+// acted is what a round's actions came to.
+type acted struct {
+	done    []v1alpha1.ChaosAction
+	reasons []string
+	// stopped are the namespaces whose kill switch is on; halted is the
+	// agent's own, when thrown during the round.
+	stopped []string
+	halted  *stop
+	errs    []error
+}
+
+// carryOut carries out a round's planned actions, reading both kill switches
+// again before each, and records each action in status and as an event.
+func (e *external) carryOut(ctx context.Context, ca *v1alpha1.ChaosAgent, b *backup, s Spec, actions []Action, round int64, now time.Time, dry bool, r *acted) {
+	o := &ca.Status.AtProvider
+	for _, a := range actions {
 		// The switches may have been thrown since the round began.
 		st, err := e.mayAct(ctx, ca, a.Namespace)
 		if err != nil {
-			errs = append(errs, err)
+			r.errs = append(r.errs, err)
 			continue
 		}
 		if st != nil {
-			reasons = append(reasons, fmt.Sprintf("%s %s/%s left alone: %s", a.Kind, a.Namespace, a.Name, st))
+			r.reasons = append(r.reasons, fmt.Sprintf("%s %s/%s left alone: %s", a.Kind, a.Namespace, a.Name, st))
 			if st.reason == v1alpha1.ReasonStoppedByConfig {
-				halted = st
-				break
+				r.halted = st
+				return
 			}
-			if !slices.Contains(stopped, a.Namespace) {
-				stopped = append(stopped, a.Namespace)
-				o.StoppedNamespaces = slices.Clone(stopped[:min(len(stopped), maxStoppedNamespaces)])
+			if !slices.Contains(r.stopped, a.Namespace) {
+				r.stopped = append(r.stopped, a.Namespace)
+				o.StoppedNamespaces = slices.Clone(r.stopped[:min(len(r.stopped), maxStoppedNamespaces)])
 			}
 			continue
 		}
@@ -324,17 +343,17 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 		at := e.now()
 		out, err := e.act(ctx, b, s, a, round, now, dry)
 		if err != nil {
-			errs = append(errs, err)
+			r.errs = append(r.errs, err)
 			continue
 		}
 		if out.note != "" {
-			reasons = append(reasons, out.note)
+			r.reasons = append(r.reasons, out.note)
 		}
 		if out.action == nil {
 			continue
 		}
 		record(o, *out.action)
-		done = append(done, *out.action)
+		r.done = append(r.done, *out.action)
 		e.announce(ca, out.target, event.Normal(event.Reason(out.action.Action), upperFirst(describe(*out.action))), out.action.DryRun)
 		if !out.action.DryRun {
 			actionsTotal.WithLabelValues(ca.GetNamespace()+"/"+ca.GetName(), out.action.Action, out.action.Namespace).Inc()
@@ -343,18 +362,23 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 			}
 		}
 	}
+}
+
+// actedUnless sets the Acting condition after a round's actions: halted by
+// the agent's own kill switch, stopped in every target namespace or some of
+// them, or acting.
+func (e *external) actedUnless(ca *v1alpha1.ChaosAgent, halted *stop, namespaces, stopped int) {
+	o := &ca.Status.AtProvider
 	switch {
 	case halted != nil:
 		e.acting(ca, halted.reason, halted.String())
-	case len(namespaces) > 0 && len(stopped) >= len(namespaces):
+	case namespaces > 0 && stopped >= namespaces:
 		e.acting(ca, v1alpha1.ReasonStoppedByNamespace, fmt.Sprintf("stopped by the %s annotation on every target namespace (%s)", v1alpha1.AnnotationStop, strings.Join(o.StoppedNamespaces, ", ")))
-	case len(stopped) > 0:
+	case stopped > 0:
 		e.acting(ca, v1alpha1.ReasonActing, fmt.Sprintf("acting, but not in namespace(s) %s: stopped by the %s annotation", strings.Join(o.StoppedNamespaces, ", "), v1alpha1.AnnotationStop))
 	default:
 		e.acting(ca, v1alpha1.ReasonActing, "")
 	}
-	finish(done, reasons)
-	return errors.Join(errs...)
 }
 
 // unstopped splits namespaces into those the agent may act in and those whose

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -191,86 +189,6 @@ type external struct {
 	wants map[string]string
 }
 
-// watchSources keeps a narrow watch on each source the ConfigRollout names.
-func (e *external) watchSources(cr *v1alpha1.ConfigRollout) error {
-	if e.watches == nil {
-		// Unit tests of the external client, which have no API server to watch.
-		return nil
-	}
-	return errors.Wrap(e.watches.Ensure(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, e.cluster, sourceWatches(cr)...), "cannot watch the sources")
-}
-
-// read records that the rollout read source o of resource: its watch's
-// event of that version, the initial list of a new watch included, has
-// nothing to tell it.
-func (e *external) read(cr *v1alpha1.ConfigRollout, resource string, o metav1.Object) {
-	if e.watches == nil {
-		return
-	}
-	e.watches.Read(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, e.cluster,
-		corev1.SchemeGroupVersion.WithResource(resource), o.GetNamespace(), o.GetName(), o.GetResourceVersion())
-}
-
-// sourceWatches are one watch per source, by name: a missing source is
-// watched too, so its creation is seen.
-func sourceWatches(cr *v1alpha1.ConfigRollout) []watchset.Watch {
-	var ws []watchset.Watch
-	add := func(resource, name string) {
-		ws = append(ws, watchset.Watch{Resource: corev1.SchemeGroupVersion.WithResource(resource), Namespace: cr.GetNamespace(), Fields: "metadata.name=" + name})
-	}
-	for _, s := range cr.Spec.ForProvider.ConfigMaps {
-		add("configmaps", s.Name)
-	}
-	for _, s := range cr.Spec.ForProvider.Secrets {
-		add("secrets", s.Name)
-	}
-	return ws
-}
-
-// readSources hashes every source, and names the ones that do not exist. It
-// keeps their content in e.contents for the per-workload hashes of auto mode.
-func (e *external) readSources(ctx context.Context, cr *v1alpha1.ConfigRollout) ([]v1alpha1.SourceHash, []string, error) {
-	var out []v1alpha1.SourceHash
-	e.contents = nil
-	var missing []string
-	ns := cr.GetNamespace()
-	for _, s := range cr.Spec.ForProvider.ConfigMaps {
-		cm := &corev1.ConfigMap{}
-		c := Content{Kind: KindConfigMap, Name: s.Name, Missing: true}
-		err := e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: s.Name}, cm)
-		if resource.IgnoreNotFound(err) != nil {
-			return nil, nil, errors.Wrapf(err, "cannot get ConfigMap %q", s.Name)
-		}
-		if err == nil {
-			c = ConfigMapContent(cm, s.Keys)
-			e.read(cr, "configmaps", cm)
-		}
-		out = append(out, v1alpha1.SourceHash{Kind: KindConfigMap, Name: s.Name, Hash: Hash(c), Missing: c.Missing})
-		e.contents = append(e.contents, c)
-	}
-	for _, s := range cr.Spec.ForProvider.Secrets {
-		sec := &corev1.Secret{}
-		c := Content{Kind: KindSecret, Name: s.Name, Missing: true}
-		err := e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: s.Name}, sec)
-		if resource.IgnoreNotFound(err) != nil {
-			// Errors name the Secret, never its data.
-			return nil, nil, errors.Wrapf(err, "cannot get Secret %q", s.Name)
-		}
-		if err == nil {
-			c = SecretContent(sec, s.Keys)
-			e.read(cr, "secrets", sec)
-		}
-		out = append(out, v1alpha1.SourceHash{Kind: KindSecret, Name: s.Name, Hash: Hash(c), Missing: c.Missing})
-		e.contents = append(e.contents, c)
-	}
-	for _, s := range out {
-		if s.Missing {
-			missing = append(missing, fmt.Sprintf("%s %q", s.Kind, s.Name))
-		}
-	}
-	return out, missing, nil
-}
-
 // Observe hashes the sources and compares the hash with what each selected
 // workload carries. It never writes outside the ConfigRollout's status.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalObservation, error) {
@@ -379,19 +297,6 @@ func (e *external) compare(ctx context.Context, cr *v1alpha1.ConfigRollout, ws [
 	return pending, locked
 }
 
-// followedBy names the other ConfigRollout that workload w follows, by its
-// lock or, without one, by that rollout's baseline; "" when it may follow
-// this one.
-func (e *external) followedBy(ctx context.Context, cr *v1alpha1.ConfigRollout, w workload) string {
-	switch {
-	case w.Lock == cr.GetName():
-		return ""
-	case w.Lock != "" && e.holds(ctx, cr.GetNamespace(), w.Lock):
-		return w.Lock
-	}
-	return followedBy(ctx, e.rollouts, cr, workloadKey(w.Kind, w.Name))
-}
-
 // conclude sets the Ready condition from what Observe found, and reports
 // whether Update is to roll the pending workloads now.
 func (e *external) conclude(cr *v1alpha1.ConfigRollout, pending int, missing, locked, missingWorkloads []string) bool {
@@ -425,19 +330,6 @@ func (e *external) conclude(cr *v1alpha1.ConfigRollout, pending int, missing, lo
 	return false
 }
 
-// holds reports whether ConfigRollout name in ns still exists to hold a lock.
-// A deleted rollout releases its locks through the metadata cache, which may
-// not have seen its last lock yet: such a lock is then free. Only on the
-// provider's own cluster, where locks are found in the cache; elsewhere they
-// are found on the API server and every lock holds.
-func (e *external) holds(ctx context.Context, ns, name string) bool {
-	if e.cache == nil {
-		return true
-	}
-	err := e.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &v1alpha1.ConfigRollout{})
-	return !kerrors.IsNotFound(err)
-}
-
 // Create has nothing to make: a ConfigRollout only acts on what exists.
 func (e *external) Create(context.Context, *v1alpha1.ConfigRollout) (managed.ExternalCreation, error) {
 	return managed.ExternalCreation{}, nil
@@ -466,23 +358,6 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ConfigRollout) (mana
 	}
 	e.rolledWave(cr)
 	return managed.ExternalUpdate{}, nil
-}
-
-// following says in one event which workloads the rollout starts to follow
-// without rolling them.
-func (e *external) following(cr *v1alpha1.ConfigRollout, workloads []string) {
-	if len(workloads) == 0 {
-		return
-	}
-	names := strings.Join(workloads[:min(len(workloads), maxNamed)], ", ")
-	if len(workloads) > maxNamed {
-		names += ", …"
-	}
-	what := fmt.Sprintf("%d workloads", len(workloads))
-	if len(workloads) == 1 {
-		what = "1 workload"
-	}
-	e.record.Event(cr, event.Normal(reasonFollowing, fmt.Sprintf("Following %s without rolling: %s; a later change of the configuration rolls it", what, names)))
 }
 
 // roll applies only the hash annotation and the lock, under the

@@ -2,8 +2,11 @@ package configrollout
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -12,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 )
@@ -128,4 +133,47 @@ func watchFollowers(b *builder.Builder, c client.Reader, autos *autoRollouts) *b
 		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
 	}
 	return b.Watches(&v1alpha1.ConfigRollout{}, h, builder.WithPredicates(deleted))
+}
+
+// followedBy names the other ConfigRollout that workload w follows, by its
+// lock or, without one, by that rollout's baseline; "" when it may follow
+// this one.
+func (e *external) followedBy(ctx context.Context, cr *v1alpha1.ConfigRollout, w workload) string {
+	switch {
+	case w.Lock == cr.GetName():
+		return ""
+	case w.Lock != "" && e.holds(ctx, cr.GetNamespace(), w.Lock):
+		return w.Lock
+	}
+	return followedBy(ctx, e.rollouts, cr, workloadKey(w.Kind, w.Name))
+}
+
+// following says in one event which workloads the rollout starts to follow
+// without rolling them.
+func (e *external) following(cr *v1alpha1.ConfigRollout, workloads []string) {
+	if len(workloads) == 0 {
+		return
+	}
+	names := strings.Join(workloads[:min(len(workloads), maxNamed)], ", ")
+	if len(workloads) > maxNamed {
+		names += ", …"
+	}
+	what := fmt.Sprintf("%d workloads", len(workloads))
+	if len(workloads) == 1 {
+		what = "1 workload"
+	}
+	e.record.Event(cr, event.Normal(reasonFollowing, fmt.Sprintf("Following %s without rolling: %s; a later change of the configuration rolls it", what, names)))
+}
+
+// holds reports whether ConfigRollout name in ns still exists to hold a lock.
+// A deleted rollout releases its locks through the metadata cache, which may
+// not have seen its last lock yet: such a lock is then free. Only on the
+// provider's own cluster, where locks are found in the cache; elsewhere they
+// are found on the API server and every lock holds.
+func (e *external) holds(ctx context.Context, ns, name string) bool {
+	if e.cache == nil {
+		return true
+	}
+	err := e.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &v1alpha1.ConfigRollout{})
+	return !kerrors.IsNotFound(err)
 }

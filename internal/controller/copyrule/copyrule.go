@@ -116,22 +116,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	}
 	reachable := e.reach(cr, nss)
 	if meta.WasDeleted(cr) {
-		// Only the copies matter now: the sources are watched no more.
-		e.source = nil
-		if err := e.watch(cr, cr.Status.AtProvider.Problems); err != nil {
-			return managed.ExternalObservation{}, err
-		}
-		copies, err := e.copies(ctx, cr)
-		if err != nil {
-			return managed.ExternalObservation{}, sideError(err, "target", tgt)
-		}
-		for _, c := range copies {
-			if reachable(c.Namespace) == nil {
-				return managed.ExternalObservation{ResourceExists: true}, nil
-			}
-		}
-		e.known.drop(owner(cr))
-		return managed.ExternalObservation{ResourceExists: false}, nil
+		return e.observeDeleted(ctx, cr, reachable)
 	}
 	srcCl, err := e.sourceCluster(ctx, cr)
 	if err != nil {
@@ -200,17 +185,48 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 		}
 		e.plan = MakePlan(in)
 	}
-	for _, r := range slices.SortedFunc(maps.Keys(refused), func(a, b Ref) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) }) {
-		e.plan.Problems = append(e.plan.Problems, v1alpha1.CopyProblem{Namespace: r.Namespace, Name: r.Name, Reason: v1alpha1.ProblemRefused, Message: refused[r]})
-	}
-	// One Warning per conflict as it appears, read from the last status.
-	for _, n := range NewConflicts(cr.Status.AtProvider.Problems, conflicts) {
-		e.record.Event(cr, event.Warning(reasonSourceConflict, conflictEvent(n, conflicts[n])))
-	}
+	e.problems(cr, refused, conflicts)
 	if err := e.watch(cr, e.plan.Problems); err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	e.observed(cr, srcCl, all, in.Copies, targets)
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(e.plan.Actions) == 0}, nil
+}
 
+// observeDeleted says whether a deleted rule still has copies to delete:
+// only the copies matter now, and the sources are watched no more.
+func (e *external) observeDeleted(ctx context.Context, cr *v1alpha1.CopyRule, reachable func(string) error) (managed.ExternalObservation, error) {
+	e.source = nil
+	if err := e.watch(cr, cr.Status.AtProvider.Problems); err != nil {
+		return managed.ExternalObservation{}, err
+	}
+	copies, err := e.copies(ctx, cr)
+	if err != nil {
+		return managed.ExternalObservation{}, sideError(err, "target", targetRef(cr))
+	}
+	for _, c := range copies {
+		if reachable(c.Namespace) == nil {
+			return managed.ExternalObservation{ResourceExists: true}, nil
+		}
+	}
+	e.known.drop(owner(cr))
+	return managed.ExternalObservation{ResourceExists: false}, nil
+}
+
+// problems adds to the plan the sources refused, and warns once of each
+// conflict between sources as it appears, read from the last status.
+func (e *external) problems(cr *v1alpha1.CopyRule, refused map[Ref]string, conflicts map[string][]Ref) {
+	for _, r := range slices.SortedFunc(maps.Keys(refused), func(a, b Ref) int { return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name) }) {
+		e.plan.Problems = append(e.plan.Problems, v1alpha1.CopyProblem{Namespace: r.Namespace, Name: r.Name, Reason: v1alpha1.ProblemRefused, Message: refused[r]})
+	}
+	for _, n := range NewConflicts(cr.Status.AtProvider.Problems, conflicts) {
+		e.record.Event(cr, event.Warning(reasonSourceConflict, conflictEvent(n, conflicts[n])))
+	}
+}
+
+// observed records in status what Observe read and planned, and the digest
+// of its inputs once the rule is settled.
+func (e *external) observed(cr *v1alpha1.CopyRule, srcCl *target.Cluster, all, copies []Object, targets Targets) {
 	o := &cr.Status.AtProvider
 	o.Sources = count32(len(all))
 	o.ObservedSources = nil
@@ -223,10 +239,9 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	e.report(cr, e.plan.Problems, e.plan.InSync, 0, false)
 	e.decided = decided{sources: versionsOf(all), targets: targets}
 	o.SyncedDigest = ""
-	if len(e.plan.Actions) == 0 && settled(e.plan, e.plan.InSync, 0, len(in.Copies), e.plan.Problems) {
-		o.SyncedDigest = e.inputs(cr, srcCl, e.decided.sources, versionsOf(in.Copies), targets).Digest()
+	if len(e.plan.Actions) == 0 && settled(e.plan, e.plan.InSync, 0, len(copies), e.plan.Problems) {
+		o.SyncedDigest = e.inputs(cr, srcCl, e.decided.sources, versionsOf(copies), targets).Digest()
 	}
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(e.plan.Actions) == 0}, nil
 }
 
 // occupied reads, where a copy is missing and the last reconcile met someone

@@ -404,7 +404,7 @@ func (e *external) readCopy(ctx context.Context, cr *v1alpha1.CopyRule, ref Ref)
 		return nil, errors.Wrapf(err, "cannot get the rule's %s copy %q in namespace %q", kind, ref.Name, ref.Namespace)
 	}
 	if !found || !OwnedBy(owner(cr), o) {
-		return nil, nil //nolint:nilnil // Gone, or no copy of the rule: nothing to plan from.
+		return nil, nil // Gone, or no copy of the rule: nothing to plan from.
 	}
 	return &o, nil
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"strings"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/target"

@@ -41,16 +41,16 @@ func podCreated(p *corev1.Pod) bool {
 	return ended(p) || terminating(p)
 }
 
-// podChanged is whether an update of a pod from old to new concerns its
+// podChanged is whether an update of a pod from old to cur concerns its
 // ImmortalContainer: its readiness (Ready), its end (restart it), its
 // deletion (it is going away, its IP with it), its IP (a connection detail),
 // the label that says whose it is, or the parameters it was made from.
 // Binding to a node and phase changes that leave readiness as it was do not.
-func podChanged(old, new *corev1.Pod) bool {
-	return running(old) != running(new) ||
-		ended(old) != ended(new) ||
-		terminating(old) != terminating(new) ||
-		old.Status.PodIP != new.Status.PodIP ||
-		old.Labels[LabelOwner] != new.Labels[LabelOwner] ||
-		old.Annotations[annotationSpecHash] != new.Annotations[annotationSpecHash]
+func podChanged(old, cur *corev1.Pod) bool {
+	return running(old) != running(cur) ||
+		ended(old) != ended(cur) ||
+		terminating(old) != terminating(cur) ||
+		old.Status.PodIP != cur.Status.PodIP ||
+		old.Labels[LabelOwner] != cur.Labels[LabelOwner] ||
+		old.Annotations[annotationSpecHash] != cur.Annotations[annotationSpecHash]
 }

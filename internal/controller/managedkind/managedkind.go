@@ -202,16 +202,16 @@ func desiredStateChanged() predicate.Predicate {
 }
 
 // annotationsChanged is whether an annotation but the ignored ones differs
-// between old and new.
-func annotationsChanged(old, new map[string]string, ignored ...string) bool {
+// between old and cur.
+func annotationsChanged(old, cur map[string]string, ignored ...string) bool {
 	skip := func(k string) bool { return slices.Contains(ignored, k) }
-	for k, v := range new {
+	for k, v := range cur {
 		if w, ok := old[k]; !skip(k) && (!ok || w != v) {
 			return true
 		}
 	}
 	for k := range old {
-		if _, ok := new[k]; !skip(k) && !ok {
+		if _, ok := cur[k]; !skip(k) && !ok {
 			return true
 		}
 	}

@@ -38,7 +38,7 @@ type suite struct {
 	runtime                *externalRuntime
 }
 
-var s *suite //nolint:gochecknoglobals // Set up once by TestMain.
+var s *suite // Set up once by TestMain.
 
 func TestMain(m *testing.M) {
 	os.Exit(runSuite(m))

@@ -14,9 +14,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"

@@ -12,9 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 )
