@@ -44,7 +44,7 @@ func ApplyFile(ctx context.Context, c client.Client, path string) ([]*unstructur
 		return nil, err
 	}
 	for _, u := range objs {
-		if err := c.Patch(ctx, u, client.Apply, client.FieldOwner("examples"), client.ForceOwnership); err != nil { //nolint:staticcheck // Unstructured apply.
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("examples"), client.ForceOwnership); err != nil {
 			return nil, errors.Wrapf(err, "cannot apply %s %q from %s", u.GetKind(), u.GetName(), path)
 		}
 	}

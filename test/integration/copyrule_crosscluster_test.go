@@ -255,7 +255,7 @@ func crossClusterExample(t *testing.T, remote *testenv.Env, kc []byte) {
 		if u.GetKind() == "CopyRule" {
 			continue
 		}
-		if err := env.Client.Patch(ctx, u, client.Apply, client.FieldOwner("examples"), client.ForceOwnership); err != nil { //nolint:staticcheck // Unstructured apply, as testenv.ApplyFile.
+		if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("examples"), client.ForceOwnership); err != nil {
 			t.Fatal(err)
 		}
 	}

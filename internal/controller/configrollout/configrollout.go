@@ -392,7 +392,7 @@ func (e *external) apply(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, 
 	if track {
 		e.own.begin(cr.GetNamespace(), kind, name, cr.GetName())
 	}
-	err := e.cluster.Client.Patch(ctx, u, client.Apply, client.FieldOwner(fieldManager(cr)), client.ForceOwnership) //nolint:staticcheck // Unstructured server-side apply.
+	err := e.cluster.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldManager(cr)), client.ForceOwnership)
 	if track {
 		g := u.GetGeneration()
 		if err != nil {

@@ -45,7 +45,7 @@ func testScheme(t testing.TB) *runtime.Scheme {
 
 // newExternal is the external client of a ConfigRollout on a cluster that
 // holds objs, as the API server would: no watches, no metadata cache (as on
-// a remote cluster). writes counts the patches it sends.
+// a remote cluster). writes counts the patches and applies it sends.
 func newExternal(t *testing.T, objs ...client.Object) (e *external, c client.Client, writes *int) {
 	t.Helper()
 	writes = new(int)
@@ -53,6 +53,10 @@ func newExternal(t *testing.T, objs ...client.Object) (e *external, c client.Cli
 		Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
 			*writes++
 			return c.Patch(ctx, o, p, opts...)
+		},
+		Apply: func(ctx context.Context, c client.WithWatch, o runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			*writes++
+			return c.Apply(ctx, o, opts...)
 		},
 	}).Build()
 	return &external{cluster: &target.Cluster{ID: "test", Client: c}, record: event.NewNopRecorder(), now: func() time.Time { return testNow }}, c, writes

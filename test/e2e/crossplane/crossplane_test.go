@@ -92,7 +92,7 @@ func testInstall(t *testing.T) {
 	}}
 	mirror.SetGroupVersionKind(imageConfigGVK)
 	mirror.SetName(mirrorImageConfig)
-	if err := s.c.Patch(ctx, mirror, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil { //nolint:staticcheck // Unstructured apply.
+	if err := s.c.Apply(ctx, client.ApplyConfigurationFromUnstructured(mirror), client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
 		t.Fatal(err)
 	}
 	// The runtime ImageConfig matches a package's source after the rewrite.

@@ -33,7 +33,7 @@ func apply(t *testing.T, file string, mutate func(u *unstructured.Unstructured))
 		if mutate != nil {
 			mutate(u)
 		}
-		if err := s.c.Patch(context.Background(), u, client.Apply, client.FieldOwner("e2e"), client.ForceOwnership); err != nil { //nolint:staticcheck // Unstructured apply.
+		if err := s.c.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("e2e"), client.ForceOwnership); err != nil {
 			t.Fatalf("cannot apply %s %q from %s: %v", u.GetKind(), u.GetName(), file, err)
 		}
 	}

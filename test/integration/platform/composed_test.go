@@ -65,7 +65,7 @@ func TestComposedResourcesValid(t *testing.T) {
 				u := &unstructured.Unstructured{Object: r.GetResource().AsMap()}
 				// As Crossplane applies it: server-side apply, which refuses
 				// fields the schema does not declare.
-				if err := env.Client.Patch(ctx, u, client.Apply, client.DryRunAll, client.ForceOwnership, client.FieldOwner("apiextensions.crossplane.io/composed/test")); err != nil { //nolint:staticcheck // Unstructured apply.
+				if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.DryRunAll, client.ForceOwnership, client.FieldOwner("apiextensions.crossplane.io/composed/test")); err != nil {
 					t.Errorf("composed resource %s (%s %s/%s) is refused: %v", name, u.GetKind(), u.GetNamespace(), u.GetName(), err)
 				}
 			}

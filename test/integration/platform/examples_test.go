@@ -174,7 +174,7 @@ func established(ctx context.Context, name string) error {
 }
 
 func apply(ctx context.Context, o *unstructured.Unstructured) error {
-	return env.Client.Patch(ctx, o, client.Apply, client.FieldOwner("examples"), client.ForceOwnership) //nolint:staticcheck // Unstructured apply.
+	return env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("examples"), client.ForceOwnership)
 }
 
 // TestExamplesApply: every file under examples/platform applies, the XRDs

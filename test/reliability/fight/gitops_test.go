@@ -73,7 +73,7 @@ func serverSideApply(t *testing.T, manifest string) {
 	if err := yaml.Unmarshal([]byte(manifest), &u.Object); err != nil {
 		t.Fatal(err)
 	}
-	if err := env.Client.Patch(context.Background(), u, client.Apply, client.FieldOwner("gitops-controller"), client.ForceOwnership); err != nil { //nolint:staticcheck // Unstructured server-side apply.
+	if err := env.Client.Apply(context.Background(), client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("gitops-controller"), client.ForceOwnership); err != nil {
 		t.Fatalf("the applier cannot apply: %v", err)
 	}
 }

@@ -69,7 +69,7 @@ func setup(ctx context.Context) error {
 			if !contains(kinds, o.GetKind()) {
 				continue
 			}
-			if err := env.Client.Patch(ctx, o, client.Apply, client.FieldOwner("admin"), client.ForceOwnership); err != nil { //nolint:staticcheck // Unstructured apply.
+			if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("admin"), client.ForceOwnership); err != nil {
 				return errors.Wrapf(err, "cannot apply %s %q from %s", o.GetKind(), o.GetName(), f)
 			}
 		}
