@@ -3,10 +3,10 @@ package configrollout
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -98,31 +98,28 @@ func followedBy(ctx context.Context, r client.Reader, cr *v1alpha1.ConfigRollout
 }
 
 // watchFollowers reconciles, when a rollout that followed workloads without
-// a lock is deleted, the other rollouts of its namespace that may pick them:
-// those that name one, pick by label or by use. Without a lock released there
-// is no workload event to tell them that the next in line follows it now.
-func watchFollowers(b *builder.Builder, c client.Reader, autos *autoRollouts) *builder.Builder {
+// a lock is deleted, the rollouts each of those workloads concerns, as an
+// event of the workload would (those that name it, select it, or read what
+// it reads), so that the next in line follows it now: without a lock
+// released, no workload event tells them. It costs what one event of each
+// followed workload costs, not a reconcile of every rollout in the namespace.
+func watchFollowers(b *builder.Builder, c client.Reader, rd *readers, autos *autoRollouts) *builder.Builder {
 	h := handler.Funcs{
 		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			keys := followingValues(e.Object)
-			if len(keys) == 0 {
-				return
-			}
-			ns := e.Object.GetNamespace()
-			names := autos.all(ns)
-			for _, v := range append(keys, selectorMarker) {
-				l := &v1alpha1.ConfigRolloutList{}
-				if err := c.List(ctx, l, client.InNamespace(ns), client.MatchingFields{indexWorkloads: v}, client.UnsafeDisableDeepCopy); err != nil {
+			queued := map[string]bool{e.Object.GetName(): true}
+			for _, key := range followingValues(e.Object) {
+				kind, name, _ := strings.Cut(key, "/")
+				m := &metav1.PartialObjectMetadata{}
+				m.SetGroupVersionKind(GroupVersionKind(kind))
+				if err := c.Get(ctx, types.NamespacedName{Namespace: e.Object.GetNamespace(), Name: name}, m); err != nil {
+					// Gone: nothing follows it any more.
 					continue
 				}
-				for _, o := range l.Items {
-					names = append(names, o.GetName())
-				}
-			}
-			slices.Sort(names)
-			for _, n := range slices.Compact(names) {
-				if n != e.Object.GetName() {
-					q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: n}})
+				for _, r := range referencing(ctx, c, rd, autos, kind, m, changedWorkload) {
+					if !queued[r.Name] {
+						queued[r.Name] = true
+						q.Add(r)
+					}
 				}
 			}
 		},
