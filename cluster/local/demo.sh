@@ -110,7 +110,7 @@ exists demo configrollout nginx && fresh_rollout=false
 
 say "Applying examples/"
 # examples/platform and examples/crossplane need Crossplane core, which the demo does not run (the
-# Crossplane e2e tier does; see the README); a file marked as needing a second cluster is left out
+# Crossplane e2e tier does; see docs/development.md); a file marked as needing a second cluster is left out
 # (as TestExamplesApply leaves it out).
 find "$root/examples" \( -path "$root/examples/platform" -o -path "$root/examples/crossplane" \) -prune -o -name '*.yaml' -print | sort | while read -r f; do
   if head -1 "$f" | grep -q '^# examples: needs a second cluster'; then

@@ -76,7 +76,7 @@ func TestCrossplane(t *testing.T) {
 	}
 }
 
-// testInstall installs the platform as the README says: the provider's RBAC and runtime config,
+// testInstall installs the platform as README.md and docs/operations.md say: the provider's RBAC and runtime config,
 // then the configuration package with `crossplane xpkg install configuration`. Core resolves the
 // provider and the function the configuration depends on and installs them, pulling each through
 // its multi-platform image index. The packages name xpkg.crossplane.io/clusterops; an ImageConfig

@@ -141,8 +141,8 @@ func TestFightOverCopies(t *testing.T) {
 			}, func() bool { return tc.data.get(cp) == "v1" })
 			checkOnePerEdit(t, writesSince(n, inDst), edits)
 
-			// A copy keeps its source's labels (README: "copies keep data, type
-			// and labels"), so the fighter's label goes; annotations are not
+			// A copy keeps its source's labels (docs/kinds/copyrule.md: a copy keeps data, type
+			// and labels), so the fighter's label goes; annotations are not
 			// content, so the fighter's stays, next to the rule's own.
 			testenv.Eventually(t, wait, "the copy to settle", func(ctx context.Context) (bool, error) {
 				err := env.Client.Get(ctx, client.ObjectKeyFromObject(cp), cp)

@@ -37,7 +37,7 @@ const (
 var jitteredRetry = time.Duration((1 + leaderelection.JitterFactor) * float64(retryPeriod))
 
 // takeover is the longest a campaigning replica takes to lead once the leader
-// died without releasing its lease (README, "Leader takeover"). A follower
+// died without releasing its lease (docs/operations.md, "High availability"). A follower
 // times the lease from when it last saw it renewed, at most one of its
 // retries after the renewal, itself at most one retry period before the
 // death; the lease runs out a lease duration later, and the follower takes it
