@@ -42,7 +42,7 @@ TARGETS="
 ./internal/controller/appbundle/            FuzzClaimChanged
 ./internal/controller/immortalcontainer/    FuzzRestartDelay
 ./internal/controller/immortalcontainer/    FuzzPodChanged
-./internal/urgency/                         FuzzConvergedAndLight
+./internal/flow/                            FuzzConvergedAndLight
 ./internal/function/                        FuzzDuration
 ./internal/function/                        FuzzNames
 ./internal/apimetrics/                      FuzzClassify

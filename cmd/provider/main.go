@@ -30,7 +30,6 @@ type options struct {
 	maxReconcileRate         int
 	maxRoutineRequests       int
 	quietRoutineRequests     int
-	clientQPS                float64
 	leaderElection           bool
 	enableManagementPolicies bool
 	safeStart                bool
@@ -64,11 +63,6 @@ func flags(o *options) *flag.FlagSet {
 	fs.IntVar(&o.pollJitter, "poll-jitter-percentage", int(d.PollJitter*100), "Spread of the safety-net polls: each is --poll plus or minus up to this percent of it (0-100), so that resources created or restarted together do not poll together.")
 	fs.DurationVar(&o.sync, "sync", d.Sync, "Interval at which the informer caches are resynced.")
 	fs.IntVar(&o.maxReconcileRate, "max-reconcile-rate", d.MaxReconcileRate, "Maximum reconciles per second across all controllers.")
-	// crossplane-runtime gives clients 5x the reconcile rate per resource: a
-	// CopyRule with ten targets sends ten writes a reconcile, and that limit,
-	// not the API server, set the pace of a fleet of them and held a change
-	// heard meanwhile for seconds behind the queued routine requests.
-	fs.Float64Var(&o.clientQPS, "client-qps", float64(d.ClientQPS), "Requests per second each API client may send per resource (with twice that burst); routine requests wait for it, those of reconciles a change in the cluster caused, watches and lease renewals go first. 0 means no client-side limit: the API server's priority and fairness and --max-routine-requests bound the load.")
 	fs.IntVar(&o.maxRoutineRequests, "max-routine-requests", d.MaxRoutineRequests, "Routine requests (new resources, polls, resyncs, a restart's checks) the provider keeps in flight to the API server; requests of reconciles that a change in the cluster caused skip this bound, so that they do not queue behind a converging fleet. 0 means no bound.")
 	fs.IntVar(&o.quietRoutineRequests, "quiet-routine-requests", d.QuietRoutineRequests, "Routine requests the provider keeps in flight while a reconcile that a change in the cluster caused runs, so that its requests share the API server with fewer routine ones. 0, or a value not below --max-routine-requests, keeps --max-routine-requests throughout.")
 	fs.BoolVar(&o.leaderElection, "leader-election", d.LeaderElection, "Elect a leader so that only one replica reconciles.")
@@ -98,9 +92,6 @@ func (o options) validate() error {
 	}
 	if o.maxRoutineRequests < 0 || o.quietRoutineRequests < 0 {
 		return errors.New("--max-routine-requests and --quiet-routine-requests must not be negative")
-	}
-	if o.clientQPS < 0 {
-		return errors.New("--client-qps must not be negative")
 	}
 	if o.pollJitter < 0 || o.pollJitter > 100 {
 		return errors.New("--poll-jitter-percentage must be between 0 and 100")
@@ -165,7 +156,6 @@ func providerOptions(o options, cfg *rest.Config, log logging.Logger) provider.O
 		MaxReconcileRate:     o.maxReconcileRate,
 		MaxRoutineRequests:   o.maxRoutineRequests,
 		QuietRoutineRequests: o.quietRoutineRequests,
-		ClientQPS:            float32(o.clientQPS),
 		Poll:                 o.poll,
 		PollJitter:           float64(o.pollJitter) / 100,
 		Sync:                 o.sync,

@@ -37,11 +37,11 @@ func TestParse(t *testing.T) {
 		},
 		"AllFlags": {
 			reason: "Every flag is read.",
-			args: []string{"--debug", "--poll=30s", "--poll-jitter-percentage=25", "--sync=2h", "--max-reconcile-rate=50", "--max-routine-requests=0", "--quiet-routine-requests=4", "--client-qps=250", "--leader-election",
+			args: []string{"--debug", "--poll=30s", "--poll-jitter-percentage=25", "--sync=2h", "--max-reconcile-rate=50", "--max-routine-requests=0", "--quiet-routine-requests=4", "--leader-election",
 				"--enable-management-policies=false", "--safe-start=false", "--namespace=ops", "--metrics-bind-address=:9090", "--health-probe-bind-address=0", "--pprof-bind-address=127.0.0.1:6060",
 				"--leader-election-lease-duration=8s", "--leader-election-renew-deadline=6s", "--leader-election-retry-period=1s",
 				"--enable-changelogs", "--changelogs-socket-path=/run/cl.sock"},
-			want: want{o: options{debug: true, poll: 30 * time.Second, pollJitter: 25, sync: 2 * time.Hour, maxReconcileRate: 50, quietRoutineRequests: 4, clientQPS: 250, leaderElection: true,
+			want: want{o: options{debug: true, poll: 30 * time.Second, pollJitter: 25, sync: 2 * time.Hour, maxReconcileRate: 50, quietRoutineRequests: 4, leaderElection: true,
 				namespace: "ops", metricsAddr: ":9090", healthAddr: "0", pprofAddr: "127.0.0.1:6060",
 				leaseDuration: 8 * time.Second, renewDeadline: 6 * time.Second, retryPeriod: time.Second,
 				enableChangeLogs: true, changeLogsSocketPath: "/run/cl.sock"}},
@@ -77,11 +77,6 @@ func TestParse(t *testing.T) {
 			reason: "A negative bound on requests in flight means nothing: refused (0 is no bound).",
 			args:   []string{"--max-routine-requests=-1"},
 			want:   want{o: func() options { o := defaults; o.maxRoutineRequests = -1; return o }(), err: "--max-routine-requests and --quiet-routine-requests must not be negative"},
-		},
-		"NegativeClientQPS": {
-			reason: "A negative request rate means nothing: refused (0 is no client-side limit).",
-			args:   []string{"--client-qps=-1"},
-			want:   want{o: func() options { o := defaults; o.clientQPS = -1; return o }(), err: "--client-qps must not be negative"},
 		},
 		"JitterAboveHundred": {
 			reason: "A spread above 100% would make polls due in the past: refused.",

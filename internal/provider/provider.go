@@ -32,7 +32,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/feature"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/gate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
@@ -44,8 +43,8 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
 	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/flow"
 	"github.com/clusterops/provider-clusterops/internal/target"
-	"github.com/clusterops/provider-clusterops/internal/urgency"
 )
 
 // LeaderElectionID names the lease the replicas of the provider elect a
@@ -72,22 +71,15 @@ type Options struct {
 	// MaxReconcileRate bounds reconciles per second across all controllers.
 	MaxReconcileRate int
 
-	// ClientQPS, when positive, limits the requests per second of each API
-	// client, the target clusters' included, per resource, with twice that
-	// burst; requests of urgent reconciles, watches and lease renewals go
-	// first (urgency.Throttle). 0 sets no client-side limit: the API server's
-	// priority and fairness and MaxRoutineRequests bound the load.
-	ClientQPS float32
-
 	// MaxRoutineRequests bounds the routine requests in flight to the local
-	// API server (urgency.Gate); urgent reconciles' requests skip the bound.
+	// API server (flow.Options); urgent reconciles' requests skip the bound.
 	// 0 leaves them unbounded; cmd/provider's default is
 	// DefaultMaxRoutineRequests.
 	MaxRoutineRequests int
 
 	// QuietRoutineRequests bounds them instead while a reconcile that a
 	// change caused runs, so that its requests share the API server with
-	// fewer routine ones (urgency.Gate). 0, or not below
+	// fewer routine ones (flow.Options). 0, or not below
 	// MaxRoutineRequests, keeps MaxRoutineRequests throughout;
 	// cmd/provider's default is DefaultQuietRoutineRequests.
 	QuietRoutineRequests int
@@ -174,15 +166,23 @@ func New(o Options) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	local, limited, err := clientConfigs(o, reg)
+	fc, err := flow.New(flow.Options{
+		ReconcileRate:        o.MaxReconcileRate,
+		MaxRoutineRequests:   o.MaxRoutineRequests,
+		QuietRoutineRequests: o.QuietRoutineRequests,
+	}, reg)
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := newManager(o, s, limited)
+	local, managerCfg, err := clientConfigs(o, fc, reg)
 	if err != nil {
 		return nil, err
 	}
-	ko, err := kindOptions(o, reg)
+	mgr, err := newManager(o, s, managerCfg)
+	if err != nil {
+		return nil, err
+	}
+	ko, err := kindOptions(o, fc, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -196,9 +196,8 @@ func New(o Options) (*Provider, error) {
 		ko.ChangeLogOptions = clo
 		p.closeConn = closeConn
 	}
-	qps, burst := clientRate(o)
 	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), local, s,
-		target.WithProviderNamespace(o.Namespace), target.WithClientRate(qps, burst))
+		target.WithProviderNamespace(o.Namespace))
 	p.Manager, p.Resolver = mgr, r
 	if err := p.setUpKinds(o.SafeStart, ko); err != nil {
 		_ = p.closeConn()
@@ -207,40 +206,26 @@ func New(o Options) (*Provider, error) {
 	return p, nil
 }
 
-// clientRate is the client-side limit ClientQPS asks for: none at 0.
-func clientRate(o Options) (float32, int) {
-	return o.ClientQPS, max(int(2*o.ClientQPS), 1)
-}
-
 // clientConfigs are the configs of the clients the provider acts with on its
-// own cluster (local, for InjectedIdentity configs) and of its manager
-// (limited). Every client made from them counts its requests by verb and
-// resource, and its routine requests pass the gate (urgency.Gate).
-func clientConfigs(o Options, reg prometheus.Registerer) (local, limited *rest.Config, err error) {
+// own cluster (local, for InjectedIdentity configs) and of its manager. Every
+// client made from them counts its requests by verb and resource, and its
+// routine requests are bounded (flow.Control.Bound).
+func clientConfigs(o Options, fc *flow.Control, reg prometheus.Registerer) (local, manager *rest.Config, err error) {
 	cfg := rest.CopyConfig(o.Config)
 	apimetrics.Instrument(cfg)
 	if err := apimetrics.Register(reg); err != nil {
 		return nil, nil, err
 	}
-	if err := urgency.Gate(cfg, o.MaxRoutineRequests, o.QuietRoutineRequests, reg); err != nil {
-		return nil, nil, err
-	}
+	fc.Bound(cfg)
 	local = rest.CopyConfig(cfg)
 	if o.WrapTargets != nil {
 		local.Wrap(o.WrapTargets)
 	}
-	// No client-side limit unless ClientQPS asks for one; urgent requests go
-	// ahead of routine ones within it.
-	limited = rest.CopyConfig(cfg)
-	qps, burst := clientRate(o)
-	urgency.Throttle(limited, qps, burst)
-	if err := urgency.RegisterThrottle(reg); err != nil {
-		return nil, nil, err
-	}
+	manager = rest.CopyConfig(cfg)
 	if o.WrapManager != nil {
-		limited.Wrap(o.WrapManager)
+		manager.Wrap(o.WrapManager)
 	}
-	return local, limited, nil
+	return local, manager, nil
 }
 
 // newManager makes the controller manager, with its cache, endpoints and
@@ -284,7 +269,7 @@ func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config) (ctrl.Manager, 
 }
 
 // kindOptions are what every kind's controller is set up with.
-func kindOptions(o Options, reg prometheus.Registerer) (managedkind.Options, error) {
+func kindOptions(o Options, fc *flow.Control, reg prometheus.Registerer) (managedkind.Options, error) {
 	log := o.Logger
 	if log == nil {
 		log = logging.NewNopLogger()
@@ -302,7 +287,7 @@ func kindOptions(o Options, reg prometheus.Registerer) (managedkind.Options, err
 			Logger:                  log,
 			MaxConcurrentReconciles: o.MaxReconcileRate,
 			PollInterval:            o.Poll,
-			GlobalRateLimiter:       ratelimiter.NewGlobal(o.MaxReconcileRate),
+			GlobalRateLimiter:       fc.RateLimiter(),
 			Features:                &feature.Flags{},
 			MetricOptions: &controller.MetricOptions{
 				PollStateMetricInterval: 5 * time.Second,
@@ -311,6 +296,7 @@ func kindOptions(o Options, reg prometheus.Registerer) (managedkind.Options, err
 			},
 		},
 		PollJitter: o.PollJitter,
+		Flow:       fc,
 	}
 	if o.ManagementPolicies {
 		ko.Features.Enable(feature.EnableBetaManagementPolicies)

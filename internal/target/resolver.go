@@ -22,7 +22,6 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/reach"
-	"github.com/clusterops/provider-clusterops/internal/urgency"
 	"github.com/clusterops/provider-clusterops/internal/version"
 )
 
@@ -44,8 +43,6 @@ type Resolver struct {
 
 	providerNamespace string
 	recheck           time.Duration
-	qps               float32
-	burst             int
 	now               func() time.Time
 
 	mu       sync.Mutex
@@ -63,13 +60,6 @@ type remoteEntry struct {
 
 // An Option configures a Resolver.
 type Option func(*Resolver)
-
-// WithClientRate sets the request rate limit of target-cluster clients, per
-// resource, urgent requests first (urgency.Throttle). Without it, or with qps
-// 0, they have none.
-func WithClientRate(qps float32, burst int) Option {
-	return func(r *Resolver) { r.qps, r.burst = qps, burst }
-}
 
 // WithProviderNamespace sets the provider's own namespace, which no managed
 // resource may reach into.
@@ -296,6 +286,8 @@ func (r *Resolver) kubeconfig(ctx context.Context, rc *resolvedConfig) ([]byte, 
 func (r *Resolver) newClient(cfg *rest.Config) (client.Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.UserAgent = "provider-clusterops/" + version.Version
-	urgency.Throttle(cfg, r.qps, r.burst)
+	// No client-side rate, as for the manager's clients (flow.Control.Bound):
+	// a remote cluster's priority and fairness protects it.
+	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
 	return client.New(cfg, client.Options{Scheme: r.scheme})
 }

@@ -65,9 +65,6 @@ type Env struct {
 	// bound to the provider's RBAC, to show that RBAC is enough.
 	ProviderConfig *rest.Config
 
-	// ClientQPS, when set before RunProvider, is cmd/provider's --client-qps.
-	ClientQPS float32
-
 	// Rate, when set before RunProvider, is cmd/provider's
 	// --max-reconcile-rate instead of the quick 50 tests run at.
 	Rate int
@@ -260,7 +257,6 @@ func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate in
 	o.Logger = log
 	o.WrapManager = func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.ManagerWrites, next: rt} }
 	o.WrapTargets = func(rt http.RoundTripper) http.RoundTripper { return &logTransport{log: e.Requests, next: rt} }
-	o.ClientQPS = e.ClientQPS
 	if e.ChangeLogSocket != "" {
 		o.ChangeLogSocket, o.ChangeLogProvider = e.ChangeLogSocket, "provider-clusterops:test"
 	}

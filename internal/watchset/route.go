@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/clusterops/provider-clusterops/internal/urgency"
+	"github.com/clusterops/provider-clusterops/internal/flow"
 )
 
 // An Interest tells whether an event of watch w about object o concerns its
@@ -27,7 +27,7 @@ type Interest func(w Watch, o *Object) bool
 
 // Source is the controller source that delivers the Set's events as requests
 // to reconcile the managed resources that own the watches.
-func (s *Set) Source() source.Source {
+func (s *Set) Source(fc *flow.Control) source.Source {
 	return source.TypedChannel(s.events, handler.TypedFuncs[notice, reconcile.Request]{
 		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[notice], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			r := reconcile.Request{NamespacedName: e.Object.owner}
@@ -35,7 +35,7 @@ func (s *Set) Source() source.Source {
 				q.Add(r)
 				return
 			}
-			urgency.Queue(q).Add(r)
+			fc.Queue(q).Add(r)
 		},
 	})
 }

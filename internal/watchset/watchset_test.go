@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 
+	"github.com/clusterops/provider-clusterops/internal/flow"
 	"github.com/clusterops/provider-clusterops/internal/target"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 	"github.com/clusterops/provider-clusterops/internal/watchset"
@@ -64,7 +66,7 @@ func started(t *testing.T) (context.Context, *watchset.Set, workqueue.TypedRateL
 	go s.Start(ctx) //nolint:errcheck // Start returns nil.
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	t.Cleanup(q.ShutDown)
-	if err := s.Source().Start(ctx, q); err != nil {
+	if err := s.Source(testFlow(t)).Start(ctx, q); err != nil {
 		t.Fatal(err)
 	}
 	return ctx, s, q, &target.Cluster{ID: target.LocalID, Config: env.Config}
@@ -308,4 +310,14 @@ func TestSyncedAfterFailedEnsure(t *testing.T) {
 	if diff := cmp.Diff(1, s.Len()); diff != "" {
 		t.Errorf("watches after a failed Ensure: -want +got:\n%s", diff)
 	}
+}
+
+// testFlow is a provider's flow control, its metrics in a registry of its own.
+func testFlow(t *testing.T) *flow.Control {
+	t.Helper()
+	fc, err := flow.New(flow.Options{ReconcileRate: 100}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fc
 }

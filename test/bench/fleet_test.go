@@ -748,7 +748,7 @@ type fleetMetrics struct {
 	heap, rss, goroutines, reconciles, watches, depth float64
 	requests                                          map[string]float64 // "verb resource"
 	reconcilesBy                                      map[string]float64 // "controller result"
-	// urgentWait and urgentReconcile are the provider's urgency histograms,
+	// urgentWait and urgentReconcile are the provider's urgent-reaction histograms,
 	// every controller's together.
 	urgentWait, urgentReconcile histogram
 }

@@ -50,7 +50,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 			Named(name).
 			WithOptions(o.ForControllerRuntime()).
 			For(k.object, builder.WithPredicates(predicate.Funcs{UpdateFunc: countsAgain})).
-			Watches(&v1alpha1.ProviderConfigUsage{}, coalesced{EventHandler: &resource.EnqueueRequestForProviderConfig{Kind: k.kind}, after: usagesSettle}).
+			Watches(&v1alpha1.ProviderConfigUsage{}, debounced{EventHandler: &resource.EnqueueRequestForProviderConfig{Kind: k.kind}, after: usagesSettle}).
 			Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), o.GlobalRateLimiter))
 		if err != nil {
 			return errors.Wrapf(err, "cannot set up %s controller", k.kind)
@@ -79,9 +79,9 @@ func (c uncopiedLists) List(ctx context.Context, l client.ObjectList, opts ...cl
 	return c.Client.List(ctx, l, append(opts, client.UnsafeDisableDeepCopy)...)
 }
 
-// coalesced queues its handler's requests after a delay; a request already
+// debounced queues its handler's requests after a delay; a request already
 // waiting is not queued again, so a burst of events is one reconcile.
-type coalesced struct {
+type debounced struct {
 	handler.EventHandler
 	after time.Duration
 }
@@ -93,26 +93,26 @@ type delayedQueue struct {
 
 func (q delayedQueue) Add(r reconcile.Request) { q.AddAfter(r, q.after) }
 
-func (h coalesced) Create(ctx context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (h debounced) Create(ctx context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	h.EventHandler.Create(ctx, e, delayedQueue{q, h.after})
 }
 
-func (h coalesced) Update(ctx context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (h debounced) Update(ctx context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	h.EventHandler.Update(ctx, e, delayedQueue{q, h.after})
 }
 
-func (h coalesced) Delete(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (h debounced) Delete(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	h.EventHandler.Delete(ctx, e, delayedQueue{q, h.after})
 }
 
-func (h coalesced) Generic(ctx context.Context, e ctrlevent.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+func (h debounced) Generic(ctx context.Context, e ctrlevent.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 	h.EventHandler.Generic(ctx, e, delayedQueue{q, h.after})
 }
 
 // countsAgain says whether an update of a config is one its count must
 // follow: a new spec, its deletion, its finalizers. Not its status: each
 // count writes it, and while a fleet's usages were being created every
-// count's write started the next one, coalesced or not.
+// count's write started the next one, debounced or not.
 func countsAgain(e ctrlevent.UpdateEvent) bool {
 	o, n := e.ObjectOld, e.ObjectNew
 	return o.GetGeneration() != n.GetGeneration() ||

@@ -15,10 +15,10 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 )
 
-func TestUsageEventsCoalesce(t *testing.T) {
+func TestUsageEventsDebounced(t *testing.T) {
 	q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer q.ShutDown()
-	h := coalesced{EventHandler: &handler.EnqueueRequestForObject{}, after: 200 * time.Millisecond}
+	h := debounced{EventHandler: &handler.EnqueueRequestForObject{}, after: 200 * time.Millisecond}
 	cfg := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	// A fleet's usages are created in a burst: one count follows it.
 	for range 100 {

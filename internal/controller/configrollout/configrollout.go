@@ -133,7 +133,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		// Workloads are watched as metadata only; an event reconciles the
 		// rollouts that reference the workload (indexWorkloads).
 		Watch: func(b *builder.Builder) *builder.Builder {
-			return watchFollowers(wait.watchAll(watchWorkloads(b, mgr.GetClient(), rd, autos, own), mgr.GetClient()), mgr.GetClient(), rd, autos)
+			return watchFollowers(wait.watchAll(watchWorkloads(o.Flow, b, mgr.GetClient(), rd, autos, own), mgr.GetClient()), mgr.GetClient(), rd, autos)
 		},
 		PollHook: untilDue(time.Now),
 	})

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
-	"github.com/clusterops/provider-clusterops/internal/urgency"
+	"github.com/clusterops/provider-clusterops/internal/flow"
 )
 
 // indexWorkloads is the field index of ConfigRollouts by the workloads an
@@ -225,7 +225,7 @@ func selects(s *metav1.LabelSelector, l map[string]string) bool {
 
 // workloadHandler maps events of one workload kind to the ConfigRollouts they
 // concern, leaving out the rollout whose own write an update is.
-func workloadHandler(kind string, c client.Reader, rd *readers, autos *autoRollouts, own *ownWrites) handler.EventHandler {
+func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers, autos *autoRollouts, own *ownWrites) handler.EventHandler {
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], skip string, h happened, objs ...client.Object) {
 		// All of an event's rollouts are found before any is queued: finding
 		// them may read the workload, and a rollout queued for the old
@@ -246,8 +246,8 @@ func workloadHandler(kind string, c client.Reader, rd *readers, autos *autoRollo
 	}
 	// TypedFuncs ranks events of the initial list and of resyncs below real
 	// changes when the controller's queue is a priority queue; real changes
-	// rank above new rollouts (urgency).
-	return urgency.Handler(handler.Funcs{
+	// rank above new rollouts (flow).
+	return fc.Handler(handler.Funcs{
 		CreateFunc: func(ctx context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			rd.seen(kind, e.Object)
 			h := changedWorkload
@@ -284,11 +284,11 @@ func workloadHandler(kind string, c client.Reader, rd *readers, autos *autoRollo
 // watchWorkloads watches every workload kind as metadata only: a new, deleted
 // or re-templated workload matters, and so does a released lock (an
 // annotation); status churn does not.
-func watchWorkloads(b *builder.Builder, c client.Reader, rd *readers, autos *autoRollouts, own *ownWrites) *builder.Builder {
+func watchWorkloads(fc *flow.Control, b *builder.Builder, c client.Reader, rd *readers, autos *autoRollouts, own *ownWrites) *builder.Builder {
 	for _, kind := range Kinds {
 		m := &metav1.PartialObjectMetadata{}
 		m.SetGroupVersionKind(GroupVersionKind(kind))
-		b = b.Watches(m, workloadHandler(kind, c, rd, autos, own), builder.OnlyMetadata, workloadChanges)
+		b = b.Watches(m, workloadHandler(fc, kind, c, rd, autos, own), builder.OnlyMetadata, workloadChanges)
 	}
 	return b
 }

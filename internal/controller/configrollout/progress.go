@@ -356,11 +356,11 @@ func (w *waiters) rollouts(kind string, o client.Object) []string {
 	return out
 }
 
-// coalesce gathers the status events of a workload in flight, which come in
+// debounce gathers the status events of a workload in flight, which come in
 // bursts (observed generation, updated, ready, available replicas, one pod at
 // a time), into one reconcile of the rollout that waits: each reconcile reads
 // every workload of the rollout.
-const coalesce = time.Second
+const debounce = time.Second
 
 // watch passes only updates of workloads a rollout waits for: a map lookup
 // per event, on the metadata watch the manager already has. A rollout that
@@ -376,7 +376,7 @@ func (w *waiters) watch(kind string, c client.Reader) (handler.EventHandler, bui
 					w.set(nn, nil)
 					continue
 				}
-				q.AddAfter(reconcile.Request{NamespacedName: nn}, coalesce)
+				q.AddAfter(reconcile.Request{NamespacedName: nn}, debounce)
 			}
 		},
 	}

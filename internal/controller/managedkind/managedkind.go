@@ -26,8 +26,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
+	"github.com/clusterops/provider-clusterops/internal/flow"
 	"github.com/clusterops/provider-clusterops/internal/target"
-	"github.com/clusterops/provider-clusterops/internal/urgency"
 	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
 
@@ -65,6 +65,8 @@ type Options struct {
 	// or minus up to this fraction of it (0.1 is ±10%), so that resources
 	// created or restarted together do not all poll at once.
 	PollJitter float64
+	// Flow ranks and bounds the controllers' reconciles and requests.
+	Flow *flow.Control
 }
 
 // jittered returns the poll interval hook of a kind: hook's interval, which
@@ -140,7 +142,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		// waits for: it ranks with the changes of what the resource made or
 		// references, above a backlog of new resources. The priority queue
 		// keeps the higher of the two ranks the request gets.
-		Watches(client.Object(k.Object), urgency.Handler(&handler.EnqueueRequestForObject{}), builder.WithPredicates(
+		Watches(client.Object(k.Object), o.Flow.Handler(&handler.EnqueueRequestForObject{}), builder.WithPredicates(
 			predicate.GenerationChangedPredicate{},
 			predicate.Funcs{
 				CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
@@ -155,7 +157,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		if err := mgr.Add(k.WatchSet); err != nil {
 			return errors.Wrapf(err, "cannot add the watches of %s", gk)
 		}
-		b = b.WatchesRawSource(k.WatchSet.Source())
+		b = b.WatchesRawSource(k.WatchSet.Source(o.Flow))
 		inf, err := mgr.GetCache().GetInformer(context.Background(), k.Object)
 		if err != nil {
 			return errors.Wrapf(err, "cannot inform on %s", gk)
@@ -167,16 +169,16 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		k.WatchSet.CountPeers(peers)
 		rr = &forgetGone{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, watches: k.WatchSet}
 	}
-	return errors.Wrapf(b.Complete(urgency.Limited(name, rr, o.GlobalRateLimiter, lightIn(mgr.GetClient(), k.Object))), "cannot set up %s controller", gk)
+	return errors.Wrapf(b.Complete(o.Flow.Reconciler(name, rr, lightIn(mgr.GetClient(), k.Object))), "cannot set up %s controller", gk)
 }
 
 // lightIn says whether the managed resource of a request is light
-// (urgency.Light) as the manager's cache holds it; one it cannot read is
+// (flow.Light) as the manager's cache holds it; one it cannot read is
 // not.
 func lightIn[T resource.ModernManaged](c client.Reader, object T) func(context.Context, reconcile.Request) bool {
 	return func(ctx context.Context, req reconcile.Request) bool {
 		mg, ok := object.DeepCopyObject().(T)
-		return ok && c.Get(ctx, req.NamespacedName, mg) == nil && urgency.Light(mg)
+		return ok && c.Get(ctx, req.NamespacedName, mg) == nil && flow.Light(mg)
 	}
 }
 
@@ -240,8 +242,8 @@ func (f *forgetGone) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // EnqueueOwner enqueues the managed resource named by an object's label key, in
 // the object's namespace: how each kind hears about the objects it made.
 // A change to such an object is urgent: it ranks above new managed resources.
-func EnqueueOwner(key string) handler.EventHandler {
-	return urgency.Handler(handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+func EnqueueOwner(fc *flow.Control, key string) handler.EventHandler {
+	return fc.Handler(handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 		n, ok := o.GetLabels()[key]
 		if !ok {
 			return nil

@@ -16,8 +16,8 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/flow"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
-	"github.com/clusterops/provider-clusterops/internal/urgency"
 )
 
 var env *testenv.Env
@@ -35,8 +35,8 @@ func TestMain(m *testing.M) {
 // far from both.
 func TestNewFleetIsNotPacedByTheRate(t *testing.T) {
 	const n, allowed = 40, 20 * time.Second
-	if urgency.LightShare < 10 {
-		t.Fatalf("LightShare is %d: the arithmetic above assumes 10", urgency.LightShare)
+	if flow.LightShare < 10 {
+		t.Fatalf("LightShare is %d: the arithmetic above assumes 10", flow.LightShare)
 	}
 	reachable := map[string]string{"clusterops.io/reachable": "true"}
 	ns := env.Namespace(t, "rate", reachable)

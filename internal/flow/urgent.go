@@ -1,18 +1,10 @@
-// Package urgency ranks a change to an object a managed resource made or
-// references above the backlog of new managed resources in a controller's
-// priority queue. Applying 10,000 managed resources at once queues 10,000
-// first reconciles; a ConfigMap edited meanwhile must not wait behind them
-// for its rollout, nor a deleted pod for its successor. Events of an
-// informer's initial list and of resyncs keep the low priority
-// controller-runtime gives them: they are no change.
-package urgency
+package flow
 
 import (
 	"context"
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
@@ -23,9 +15,15 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 )
+
+// An urgent request ranks above the backlog of new managed resources in a
+// controller's priority queue. Applying 10,000 managed resources at once
+// queues 10,000 first reconciles; a ConfigMap edited meanwhile must not wait
+// behind them for its rollout, nor a deleted pod for its successor. Events of
+// an informer's initial list and of resyncs keep the low priority
+// controller-runtime gives them: they are no change.
 
 // priority ranks urgent requests; new managed resources have 0, the initial
 // list and resyncs handler.LowPriority.
@@ -35,31 +33,34 @@ type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 
 // Handler wraps h so that the requests it adds without a priority of their
 // own are urgent.
-func Handler(h handler.EventHandler) handler.EventHandler { return urgent{h} }
+func (c *Control) Handler(h handler.EventHandler) handler.EventHandler { return urgent{c, h} }
 
-type urgent struct{ h handler.EventHandler }
+type urgent struct {
+	c *Control
+	h handler.EventHandler
+}
 
 func (u urgent) Create(ctx context.Context, e event.CreateEvent, q queue) {
-	u.h.Create(ctx, e, Queue(q))
+	u.h.Create(ctx, e, u.c.Queue(q))
 }
 
 func (u urgent) Update(ctx context.Context, e event.UpdateEvent, q queue) {
-	u.h.Update(ctx, e, Queue(q))
+	u.h.Update(ctx, e, u.c.Queue(q))
 }
 
 func (u urgent) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
-	u.h.Delete(ctx, e, Queue(q))
+	u.h.Delete(ctx, e, u.c.Queue(q))
 }
 
 func (u urgent) Generic(ctx context.Context, e event.GenericEvent, q queue) {
-	u.h.Generic(ctx, e, Queue(q))
+	u.h.Generic(ctx, e, u.c.Queue(q))
 }
 
 // Queue returns q with urgent requests by default, when q is a priority
 // queue; q itself otherwise.
-func Queue(q workqueue.TypedRateLimitingInterface[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+func (c *Control) Queue(q workqueue.TypedRateLimitingInterface[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-		return urgentQueue{pq}
+		return urgentQueue{pq, &c.pending}
 	}
 	return q
 }
@@ -68,6 +69,7 @@ func Queue(q workqueue.TypedRateLimitingInterface[reconcile.Request]) workqueue.
 // give the initial list and resyncs their low priority.
 type urgentQueue struct {
 	priorityqueue.PriorityQueue[reconcile.Request]
+	pending *sync.Map
 }
 
 func (q urgentQueue) Add(r reconcile.Request) { q.AddWithOpts(priorityqueue.AddOpts{}, r) }
@@ -79,22 +81,17 @@ func (q urgentQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Reques
 		now := time.Now()
 		for _, r := range rs {
 			// The first add is when the change was heard: later ones join it.
-			pending.LoadOrStore(r, now)
+			q.pending.LoadOrStore(r, now)
 		}
 	}
 	q.PriorityQueue.AddWithOpts(o, rs...)
 }
 
-// pending are the requests added as urgent and not reconciled since, with
-// when each was first added. Keyed
-// by request alone, a resource of another kind with the same namespace and
-// name may skip the limiter once too: harmless.
-var pending sync.Map
-
-// Limited is crossplane-runtime's ratelimiter.NewReconciler(name, r, l) for
-// every request but urgent ones, which run at once (their context marked,
-// WithUrgent, so their requests skip Gate), and light ones, which draw from a
-// bucket LightShare times larger. The global limiter hands out its slots in
+// Reconciler is crossplane-runtime's ratelimiter.NewReconciler(name, r, l),
+// with l the global limiter, for every request but urgent ones, which run at
+// once (their context marked, WithUrgent, so their requests skip the bound on
+// routine requests), and light ones, which draw from a bucket LightShare
+// times larger. The global limiter hands out its slots in
 // the order reconciles ask for them, and a controller's workers drain a queue
 // of 10,000 new resources into slots up to 100 s ahead at the default rate,
 // so a change heard meanwhile would wait for all of them whatever its rank in
@@ -112,76 +109,44 @@ var pending sync.Map
 // bounded too, at LightShare times the rate; a resource that failed, or that
 // was reconciled and is not Ready or not at its spec's generation, takes a
 // global slot.
-func Limited(name string, r reconcile.Reconciler, l ratelimiter.RateLimiter, light func(context.Context, reconcile.Request) bool) reconcile.Reconciler {
-	out := &limited{name: name, inner: r, global: l}
-	if light != nil {
-		out.light, out.lightLimiter = light, lightLimiter(l)
-	}
-	return out
+func (c *Control) Reconciler(name string, r reconcile.Reconciler, light func(context.Context, reconcile.Request) bool) reconcile.Reconciler {
+	return &limited{c: c, name: name, inner: r, light: light}
 }
 
 type limited struct {
-	name         string
-	inner        reconcile.Reconciler
-	global       ratelimiter.RateLimiter
-	light        func(context.Context, reconcile.Request) bool
-	lightLimiter ratelimiter.RateLimiter
+	c     *Control
+	name  string
+	inner reconcile.Reconciler
+	light func(context.Context, reconcile.Request) bool
 	// putOff are the requests put off by a limiter: one that comes back
 	// was given its slot and runs, as in crossplane-runtime's.
 	putOff sync.Map
 }
 
 func (l *limited) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if added, ok := pending.LoadAndDelete(req); ok {
+	m := l.c.metrics
+	if added, ok := l.c.pending.LoadAndDelete(req); ok {
 		start := time.Now()
 		if t, ok := added.(time.Time); ok {
-			urgentWait.WithLabelValues(l.name).Observe(start.Sub(t).Seconds())
+			m.urgentWait.WithLabelValues(l.name).Observe(start.Sub(t).Seconds())
 		}
-		defer func() { urgentReconcile.WithLabelValues(l.name).Observe(time.Since(start).Seconds()) }()
-		defer beginUrgent()()
+		defer func() { m.urgentReconcile.WithLabelValues(l.name).Observe(time.Since(start).Seconds()) }()
+		defer l.c.urgent.begin()()
 		return l.inner.Reconcile(WithUrgent(ctx), req)
 	}
 	item := l.name + req.String()
 	if _, ok := l.putOff.LoadAndDelete(item); ok {
 		return l.inner.Reconcile(ctx, req)
 	}
-	lim := l.global
+	lim := l.c.global
 	if l.light != nil && l.light(ctx, req) {
-		lim = l.lightLimiter
+		lim = l.c.light
 	}
 	if d := lim.When(item); d > 0 {
 		l.putOff.Store(item, struct{}{})
 		return reconcile.Result{RequeueAfter: d}, nil
 	}
 	return l.inner.Reconcile(ctx, req)
-}
-
-// LightShare is how many light reconciles (Light) the limiter lets through
-// for each routine one: their bucket has this many times the global bucket's
-// rate and burst.
-const LightShare = 10
-
-var (
-	lightMu      sync.Mutex
-	lightBuckets = map[ratelimiter.RateLimiter]ratelimiter.RateLimiter{}
-)
-
-// lightLimiter is the bucket of light reconciles that goes with the global
-// limiter l, one for every controller that shares l. A limiter other than a
-// token bucket (tests') is shared as it is.
-func lightLimiter(l ratelimiter.RateLimiter) ratelimiter.RateLimiter {
-	b, ok := l.(*ratelimiter.BucketRateLimiter)
-	if !ok {
-		return l
-	}
-	lightMu.Lock()
-	defer lightMu.Unlock()
-	if c, ok := lightBuckets[l]; ok {
-		return c
-	}
-	c := &ratelimiter.BucketRateLimiter{Limiter: rate.NewLimiter(b.Limit()*LightShare, b.Burst()*LightShare)}
-	lightBuckets[l] = c
-	return c
 }
 
 // Light is whether a reconcile of a managed resource draws from the light

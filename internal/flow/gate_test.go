@@ -1,4 +1,4 @@
-package urgency
+package flow
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -64,7 +63,7 @@ func TestGate(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	hc := gatedClient(t, srv.URL, 2, 0)
+	hc, fc := gatedClient(t, srv.URL, 2, 0)
 	get := func(ctx context.Context, hold bool) error {
 		u := srv.URL + "/api/v1/namespaces/a/configmaps/c"
 		if hold {
@@ -82,7 +81,7 @@ func TestGate(t *testing.T) {
 	for range 3 {
 		go func() { done <- get(context.Background(), true) }()
 	}
-	waitFor(t, func() bool { return inFlight.Load() == 2 && testutil.ToFloat64(waiting) == 1 })
+	waitFor(t, func() bool { return inFlight.Load() == 2 && testutil.ToFloat64(fc.metrics.waiting) == 1 })
 
 	if err := get(WithUrgent(context.Background()), false); err != nil {
 		t.Errorf("an urgent request with the gate full: %v", err)
@@ -104,18 +103,17 @@ func TestGate(t *testing.T) {
 	}
 }
 
-// gatedClient is an HTTP client for url behind a Gate of n and quiet.
-func gatedClient(t *testing.T, url string, n, quiet int) *http.Client {
+// gatedClient is an HTTP client for url behind a Control bounding routine requests to n, and quiet.
+func gatedClient(t *testing.T, url string, n, quiet int) (*http.Client, *Control) {
 	t.Helper()
 	cfg := &rest.Config{Host: url}
-	if err := Gate(cfg, n, quiet, prometheus.NewRegistry()); err != nil {
-		t.Fatal(err)
-	}
+	fc := testControl(t, nil, n, quiet)
+	fc.Bound(cfg)
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return hc
+	return hc, fc
 }
 
 func waitFor(t *testing.T, cond func() bool) {
@@ -129,13 +127,14 @@ func waitFor(t *testing.T, cond func() bool) {
 
 func TestLimitedMarksUrgent(t *testing.T) {
 	var got []bool
-	r := Limited("test", reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
+	fc := testControl(t, nil, 0, 0)
+	r := fc.Reconciler("test", reconcile.Func(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 		got = append(got, IsUrgent(ctx))
 		return reconcile.Result{}, nil
-	}), nil, nil)
+	}), nil)
 	req := reconcile.Request{}
 	req.Namespace, req.Name = "gate", "marked"
-	pending.Store(req, struct{}{})
+	fc.pending.Store(req, struct{}{})
 	if _, err := r.Reconcile(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +181,7 @@ func TestGateQuietsWhileUrgent(t *testing.T) {
 		}
 	}()
 
-	hc := gatedClient(t, srv.URL, 4, 1)
+	hc, fc := gatedClient(t, srv.URL, 4, 1)
 	get := func(id string) chan error {
 		done := make(chan error, 1)
 		go func() {
@@ -213,7 +212,7 @@ func TestGateQuietsWhileUrgent(t *testing.T) {
 	}
 	waitFor(t, func() bool { return inFlight.Load() == 4 })
 
-	end := beginUrgent()
+	end := fc.urgent.begin()
 	next := get("next")
 	// Two of four done: the quiet bound of one is still exceeded.
 	close(hold("a"))

@@ -1,4 +1,4 @@
-package urgency
+package flow
 
 import (
 	"context"
@@ -37,7 +37,7 @@ func TestUrgentBeforeBacklog(t *testing.T) {
 	for _, n := range []string{"new-1", "new-2", "new-3"} {
 		q.Add(req(n))
 	}
-	h := Handler(handler.Funcs{
+	h := testControl(t, nil, 0, 0).Handler(handler.Funcs{
 		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			q.Add(req(e.Object.GetName()))
 		},
@@ -78,7 +78,8 @@ func TestLimitedLetsUrgentThrough(t *testing.T) {
 		return reconcile.Result{}, nil
 	})
 	l := workqueue.NewTypedMaxOfRateLimiter[string](&workqueue.TypedBucketRateLimiter[string]{Limiter: rate.NewLimiter(rate.Limit(1), 1)})
-	r := Limited("test", inner, l, nil)
+	c := testControl(t, l, 0, 0)
+	r := c.Reconciler("test", inner, nil)
 	req := func(n string) reconcile.Request {
 		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: n}}
 	}
@@ -91,7 +92,7 @@ func TestLimitedLetsUrgentThrough(t *testing.T) {
 	}
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
-	Queue(q).Add(req("urgent"))
+	c.Queue(q).Add(req("urgent"))
 	if res, _ := r.Reconcile(ctx, req("urgent")); ran != 2 || res.RequeueAfter != 0 {
 		t.Fatalf("an urgent reconcile runs at once: ran %d, %+v", ran, res)
 	}
@@ -111,7 +112,7 @@ func TestLimitedLight(t *testing.T) {
 		return reconcile.Result{}, nil
 	})
 	global := &ratelimiter.BucketRateLimiter{Limiter: rate.NewLimiter(rate.Limit(0.001), 1)}
-	r := Limited("test", inner, global, func(_ context.Context, r reconcile.Request) bool { return r.Name != "routine" })
+	r := testControl(t, global, 0, 0).Reconciler("test", inner, func(_ context.Context, r reconcile.Request) bool { return r.Name != "routine" })
 	req := func(n string) reconcile.Request {
 		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: n}}
 	}
@@ -141,12 +142,12 @@ func TestLimitedLight(t *testing.T) {
 	}
 }
 
-func TestLightLimiterShared(t *testing.T) {
-	g := ratelimiter.NewGlobal(100)
-	a, b := lightLimiter(g), lightLimiter(g)
-	if a != b {
-		t.Errorf("two controllers of one global limiter get different converged buckets")
+func TestLightBucket(t *testing.T) {
+	fc, err := New(Options{ReconcileRate: 100}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
 	}
+	a := fc.light
 	c, ok := a.(*ratelimiter.BucketRateLimiter)
 	if !ok {
 		t.Fatalf("converged limiter of a bucket is %T, want a bucket", a)
@@ -281,26 +282,41 @@ func TestLimitedTimesUrgent(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 		return reconcile.Result{}, nil
 	})
-	r := Limited("timed", inner, workqueue.NewTypedMaxOfRateLimiter[string](), nil)
+	fc := testControl(t, workqueue.NewTypedMaxOfRateLimiter[string](), 0, 0)
+	r := fc.Reconciler("timed", inner, nil)
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "timed"}}
 	q := priorityqueue.New[reconcile.Request]("timed")
 	defer q.ShutDown()
-	Queue(q).Add(req)
+	fc.Queue(q).Add(req)
 	time.Sleep(30 * time.Millisecond)
-	Queue(q).Add(req) // Joins the first: the wait counts from it.
+	fc.Queue(q).Add(req) // Joins the first: the wait counts from it.
 	if _, err := r.Reconcile(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	if n, sum := count(urgentWait); n != 1 || sum < 0.03 {
+	if n, sum := count(fc.metrics.urgentWait); n != 1 || sum < 0.03 {
 		t.Errorf("urgent wait: %d observations, %.3f s; want 1 of at least 0.03 s", n, sum)
 	}
-	if n, sum := count(urgentReconcile); n != 1 || sum < 0.02 {
+	if n, sum := count(fc.metrics.urgentReconcile); n != 1 || sum < 0.02 {
 		t.Errorf("urgent reconcile: %d observations, %.3f s; want 1 of at least 0.02 s", n, sum)
 	}
 	if _, err := r.Reconcile(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := count(urgentReconcile); n != 1 {
+	if n, _ := count(fc.metrics.urgentReconcile); n != 1 {
 		t.Errorf("a routine reconcile was timed as urgent: %d observations", n)
 	}
+}
+
+// testControl is a Control whose global limiter is l (New's when nil), with
+// the given bounds on routine requests and metrics of its own.
+func testControl(t *testing.T, l ratelimiter.RateLimiter, n, quiet int) *Control {
+	t.Helper()
+	c, err := New(Options{ReconcileRate: 100, MaxRoutineRequests: n, QuietRoutineRequests: quiet}, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l != nil {
+		c.global, c.light = l, lightOf(l)
+	}
+	return c
 }
