@@ -32,6 +32,7 @@ TARGETS="
 ./internal/controller/copyrule/             FuzzTransform
 ./internal/controller/copyrule/             FuzzInputsDigest
 ./internal/window/                          FuzzWindow
+./internal/ownwrite/                        FuzzOwnWrite
 ./internal/controller/chaosagent/           FuzzSelector
 ./internal/controller/chaosagent/           FuzzCompile
 ./internal/controller/chaosagent/           FuzzExcluded

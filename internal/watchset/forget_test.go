@@ -15,7 +15,8 @@ import (
 
 // An owner's own writes whose events never came are forgotten with the owner,
 // and only its: a fleet of rules deleted by hand must not leave their writes
-// behind until the cap clears everyone's.
+// behind until the bound forgets everyone's (TestFilter's ForgetOwner, in
+// internal/ownwrite, has the rest).
 func TestForgetForgetsTheOwnersWrites(t *testing.T) {
 	s := New(logging.NewNopLogger())
 	c := &target.Cluster{ID: "c"}
@@ -27,29 +28,30 @@ func TestForgetForgetsTheOwnersWrites(t *testing.T) {
 	// b writes over what a wrote last: the write is b's now.
 	s.Writing(b, c, cm, "t2", "x", "8")
 	// A failed write is forgotten at once.
-	s.Writing(a, c, cm, "t4", "x", "")(errors.New("conflict"))
+	s.Writing(a, c, cm, "t4", "x", "")("", errors.New("conflict"))
 
 	var forgotten []types.NamespacedName
 	s.OnForget(func(n types.NamespacedName) { forgotten = append(forgotten, n) })
 	s.Forget(a)
 
-	if len(s.ownWrites) != 2 || s.ownWrites[object{cluster: "c", resource: cm, namespace: "t2", name: "x"}].owner != b {
-		t.Errorf("after forgetting a, own writes are %v, want b's two", s.ownWrites)
-	}
-	if _, ok := s.writesBy[a]; ok || len(s.writesBy[b]) != 2 {
-		t.Errorf("writes by owner are %v, want b's two", s.writesBy)
+	if n := s.writes.Len(); n != 2 {
+		t.Errorf("after forgetting a, %d objects have own writes, want b's two", n)
 	}
 	if len(forgotten) != 1 || forgotten[0] != a {
 		t.Errorf("OnForget's function was called with %v, want [%v]", forgotten, a)
 	}
 
-	// b's create is seen: no longer remembered, under either map.
+	// b's create is seen, by b only.
 	k := key{cluster: "c", Watch: Watch{Resource: cm}}
-	if !s.isOwnWrite(b, k, []any{&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "t3", Name: "x"}}}) {
+	created := []any{&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "t3", Name: "x", ResourceVersion: "9"}}}
+	if s.isOwnWrite(a, k, created) {
+		t.Error("b's create was a's own write")
+	}
+	if !s.isOwnWrite(b, k, created) {
 		t.Fatal("b's create was not its own write")
 	}
 	s.Forget(b)
-	if len(s.ownWrites) != 0 || len(s.writesBy) != 0 {
-		t.Errorf("after forgetting b: own writes %v, by owner %v; want none", s.ownWrites, s.writesBy)
+	if n := s.writes.Len(); n != 0 {
+		t.Errorf("after forgetting b, %d objects have own writes, want none", n)
 	}
 }

@@ -194,7 +194,7 @@ func (s *Set) Forget(owner types.NamespacedName) {
 		s.release(owner, h.Value())
 	}
 	delete(s.owners, owner)
-	s.forgetWrites(owner)
+	s.writes.ForgetOwner(owner)
 	delete(s.reads, owner)
 	fs := s.forgotten
 	s.mu.Unlock()

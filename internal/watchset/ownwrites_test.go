@@ -6,13 +6,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestOwnWritesDoNotEnqueueTheirOwner: an owner's own create and update of an
 // object it watches do not enqueue it, yet enqueue another owner of the same
-// watch; a later edit by somebody else, and a deletion, enqueue it again.
+// watch; a later edit by somebody else, one that races the owner's update,
+// and a deletion, enqueue it again.
 func TestOwnWritesDoNotEnqueueTheirOwner(t *testing.T) {
 	ctx, s, q, c := started(t)
 	ns := env.Namespace(t, "watchset-own", nil)
@@ -37,14 +40,14 @@ func TestOwnWritesDoNotEnqueueTheirOwner(t *testing.T) {
 		{"the writer creates it", func() error {
 			done := s.Writing(writer, c, w.Resource, ns, cm.Name, "")
 			err := env.Client.Create(ctx, cm)
-			done(err)
+			done(cm.ResourceVersion, err)
 			return err
 		}, map[types.NamespacedName]int{other: 1}},
 		{"the writer updates it", func() error {
 			done := s.Writing(writer, c, w.Resource, ns, cm.Name, cm.ResourceVersion)
 			cm.Data["k"] = "2"
 			err := env.Client.Update(ctx, cm)
-			done(err)
+			done(cm.ResourceVersion, err)
 			return err
 		}, map[types.NamespacedName]int{other: 1}},
 		{"the writer fails to update it from an old version", func() error {
@@ -52,7 +55,7 @@ func TestOwnWritesDoNotEnqueueTheirOwner(t *testing.T) {
 			stale.ResourceVersion = "1"
 			done := s.Writing(writer, c, w.Resource, ns, cm.Name, stale.ResourceVersion)
 			err := env.Client.Update(ctx, stale)
-			done(err)
+			done(stale.ResourceVersion, err)
 			if err == nil {
 				t.Error("an update from version 1 succeeded")
 			}
@@ -62,6 +65,26 @@ func TestOwnWritesDoNotEnqueueTheirOwner(t *testing.T) {
 			cm.Data["k"] = "3"
 			return env.Client.Update(ctx, cm)
 		}, map[types.NamespacedName]int{writer: 1, other: 1}},
+		{"somebody else's patch races the writer's update", func() error {
+			// The patch's event, from the version the writer's update is
+			// from, is taken for the writer's, whose update then fails: the
+			// answer tells, and enqueues the writer.
+			done := s.Writing(writer, c, w.Resource, ns, cm.Name, cm.ResourceVersion)
+			p := client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"4"}}`))
+			if err := env.Client.Patch(ctx, cm.DeepCopy(), p); err != nil {
+				return err
+			}
+			if diff := cmp.Diff(map[types.NamespacedName]int{other: 1}, count(received(q, time.Second))); diff != "" {
+				t.Errorf("the patch racing the writer's update: requests, -want +got:\n%s", diff)
+			}
+			cm.Data["k"] = "5"
+			err := env.Client.Update(ctx, cm)
+			done(cm.ResourceVersion, err)
+			if !kerrors.IsConflict(err) {
+				t.Errorf("the writer's update after the patch: %v, want a conflict", err)
+			}
+			return nil
+		}, map[types.NamespacedName]int{writer: 1}},
 		{"it is deleted while a write of the writer is pending", func() error {
 			// A write whose event never came: the deletion is still a change.
 			s.Writing(writer, c, w.Resource, ns, cm.Name, cm.ResourceVersion)

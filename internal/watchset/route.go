@@ -107,7 +107,7 @@ func (s *Set) notifyNames(g group, h happening, objs ...any) {
 func (s *Set) concerned(owners *ownerSet, k key, h happening, objs []any) []notice {
 	out := make([]notice, 0, owners.len())
 	for o := range owners.all() {
-		if !concerns(s.interest[o], k.Watch, objs) || s.isOwnWrite(o, k, objs) {
+		if !concerns(s.interest[o], k.Watch, objs) || (h != gone && s.isOwnWrite(o, k, objs)) {
 			continue
 		}
 		read := notRead

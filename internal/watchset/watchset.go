@@ -36,6 +36,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+
+	"github.com/clusterops/provider-clusterops/internal/ownwrite"
 )
 
 // A Watch is one narrow watch a managed resource needs.
@@ -89,10 +91,8 @@ type Set struct {
 	// same few keys (a rule's ten copy watches), and a key is 120 bytes.
 	owners   map[types.NamespacedName]map[unique.Handle[key]]struct{}
 	interest map[types.NamespacedName]Interest
-	// ownWrites are owners' writes whose events are not theirs (Writing),
-	// and writesBy the objects of each owner's, to forget with the owner.
-	ownWrites map[object]ownWrite
-	writesBy  map[types.NamespacedName]map[object]struct{}
+	// writes are owners' writes whose events are not theirs (Writing).
+	writes *ownwrite.Filter[object]
 	// reads are the version of each object each owner last read (Read).
 	reads map[types.NamespacedName][]read
 	// forgotten are called with each owner Forget forgets (OnForget).
@@ -125,9 +125,8 @@ func New(log logging.Logger) *Set {
 		owners:   map[types.NamespacedName]map[unique.Handle[key]]struct{}{},
 		interest: map[types.NamespacedName]Interest{},
 
-		ownWrites: map[object]ownWrite{},
-		writesBy:  map[types.NamespacedName]map[object]struct{}{},
-		reads:     map[types.NamespacedName][]read{},
+		writes: ownwrite.New[object](),
+		reads:  map[types.NamespacedName][]read{},
 
 		coalesceAbove: coalesceAbove,
 	}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/ownwrite"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
@@ -51,7 +52,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	if err := mgr.Add(objects); err != nil {
 		return errors.Wrap(err, "cannot add the cache of the AppBundles' objects")
 	}
-	own := newOwnWrites()
+	own := ownwrite.New[ownKey]()
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.AppBundle]{
 		GroupVersionKind: resource.ManagedKind(v1alpha1.AppBundleGroupVersionKind),
 		Object:           &v1alpha1.AppBundle{},
@@ -83,7 +84,7 @@ type external struct {
 	cache client.Reader
 	// own remembers the provider's writes of the objects the cache holds;
 	// nil on another cluster.
-	own *ownWrites
+	own *ownwrite.Filter[ownKey]
 	// read are Observe's reads from the API server not yet used again, by
 	// kind and name (nil: not found). The client lives for one reconcile:
 	// Observe's reads of a bundle to create serve Create's, milliseconds
@@ -266,7 +267,7 @@ func (e *external) Create(ctx context.Context, ab *v1alpha1.AppBundle) (managed.
 }
 
 // Update applies the AppBundle's objects and judges its readiness by what it
-// wrote: the event of its own write does not reconcile it again (ownWrites),
+// wrote: the event of its own write does not reconcile it again (ownwrite),
 // so the readiness Observe saw before the write must not stand.
 func (e *external) Update(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalUpdate, error) {
 	applied, details, err := e.apply(ctx, ab)
@@ -312,7 +313,7 @@ func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) (children,
 	}
 	if writePVC {
 		p := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ab.GetNamespace(), Name: PVCName(ab)}}
-		if err := e.applyObject(ctx, kindClaim, desiredPVC(ab, e.cluster.Local), p, c.pvc == nil); err != nil {
+		if err := e.applyObject(ctx, ab, kindClaim, desiredPVC(ab, e.cluster.Local), p, c.pvc == nil); err != nil {
 			return c, nil, errors.Wrapf(err, "cannot apply PersistentVolumeClaim %q", PVCName(ab))
 		}
 		c.pvc = p
@@ -321,19 +322,19 @@ func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) (children,
 		// rollingUpdate is owned by whoever set or defaulted it, so applying
 		// Recreate alone would leave an invalid mix: clear it explicitly.
 		p := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"strategy":{"type":"Recreate","rollingUpdate":null}}}`))
-		if err := e.patch(ctx, kindDeployment, d, p); err != nil {
+		if err := e.patch(ctx, ab, kindDeployment, d, p); err != nil {
 			return c, nil, errors.Wrapf(err, "cannot switch Deployment %q to the Recreate strategy", d.GetName())
 		}
 	}
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ab.GetNamespace(), Name: ab.GetName()}}
-	if err := e.applyObject(ctx, kindDeployment, want, d, c.deployment == nil); err != nil {
+	if err := e.applyObject(ctx, ab, kindDeployment, want, d, c.deployment == nil); err != nil {
 		return c, nil, errors.Wrapf(err, "cannot apply Deployment %q", ab.GetName())
 	}
 	c.deployment = d
 	if want := desiredService(ab, e.cluster.Local); want != nil {
 		// The applied Service comes back as stored, its cluster IP included.
 		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ab.GetNamespace(), Name: ab.GetName()}}
-		if err := e.applyObject(ctx, kindService, want, s, c.service == nil); err != nil {
+		if err := e.applyObject(ctx, ab, kindService, want, s, c.service == nil); err != nil {
 			return c, nil, errors.Wrapf(err, "cannot apply Service %q", ab.GetName())
 		}
 		c.service = s
@@ -349,24 +350,36 @@ func (e *external) apply(ctx context.Context, ab *v1alpha1.AppBundle) (children,
 // applyObject applies ac with the provider's field manager, taking over the
 // fields others changed, and reads the object the API server answered into
 // into, which names it. create says it does not exist yet. The write is one
-// of the provider's own that ownWrites notes.
-func (e *external) applyObject(ctx context.Context, kind string, ac runtime.ApplyConfiguration, into client.Object, create bool) error {
-	done := e.own.write(kind, into, create)
+// of ab's own that e.own notes.
+func (e *external) applyObject(ctx context.Context, ab *v1alpha1.AppBundle, kind string, ac runtime.ApplyConfiguration, into client.Object, create bool) error {
+	w := ownwrite.Patch()
+	if create {
+		w = ownwrite.Create()
+	}
+	done := e.own.Writing(client.ObjectKeyFromObject(ab), keyOf(kind, into), w)
 	err := e.cluster.Client.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership)
 	if err == nil {
 		// Apply answers into ac: the object as stored, status included.
 		err = convert(ac, into)
 	}
-	done(err)
-	return err
+	return wrote(done, kind, into, err)
 }
 
-// patch writes o with p, as a write of the provider's own that ownWrites
-// notes.
-func (e *external) patch(ctx context.Context, kind string, o client.Object, p client.Patch) error {
-	done := e.own.write(kind, o, false)
+// patch writes o with p, as a write of ab's own that e.own notes.
+func (e *external) patch(ctx context.Context, ab *v1alpha1.AppBundle, kind string, o client.Object, p client.Patch) error {
+	done := e.own.Writing(client.ObjectKeyFromObject(ab), keyOf(kind, o), ownwrite.Patch())
 	err := e.cluster.Client.Patch(ctx, o, p, client.FieldOwner(FieldManager))
-	done(err)
+	return wrote(done, kind, o, err)
+}
+
+// wrote completes with its outcome a write of o that done hears of. An event
+// taken for the write's own that the answer shows was somebody else's (their
+// create of the object came first) fails the reconcile, to be retried: no
+// event may follow to reconcile the bundle.
+func wrote(done ownwrite.Done, kind string, o client.Object, err error) error {
+	if done(o.GetResourceVersion(), err) && err == nil {
+		return errors.Errorf("%s %q changed while it was written; reconciling again", kind, o.GetName())
+	}
 	return err
 }
 

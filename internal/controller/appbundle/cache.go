@@ -2,7 +2,6 @@ package appbundle
 
 import (
 	"net/http"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/clusterops/provider-clusterops/internal/ownwrite"
 )
 
 // AppBundles watch and read their Deployments, claims and Services through a
@@ -70,7 +71,7 @@ const (
 // sources are the watches of an AppBundle's objects in c: each event of one
 // that concerns the bundle (changed says which updates do) and is not the
 // bundle's own write reconciles the bundle named by its LabelOwner.
-func sources(c cache.Cache, own *ownWrites, h handler.EventHandler) []source.Source {
+func sources(c cache.Cache, own *ownwrite.Filter[ownKey], h handler.EventHandler) []source.Source {
 	return []source.Source{
 		source.Kind(c, client.Object(&appsv1.Deployment{}), h, changes(own, kindDeployment, deploymentChanged)),
 		source.Kind(c, client.Object(&corev1.PersistentVolumeClaim{}), h, changes(own, kindClaim, claimChanged)),
@@ -80,12 +81,18 @@ func sources(c cache.Cache, own *ownWrites, h handler.EventHandler) []source.Sou
 
 // changes passes the creation and update events of objects of kind that are
 // not the AppBundle's own writes, the updates only where changed says they
-// concern it, and every deletion.
-func changes[T client.Object](own *ownWrites, kind string, changed func(old, cur T) bool) predicate.Predicate {
+// concern it, and every deletion. The event of a bundle's own write does not
+// reconcile it again: the reconcile that wrote the object judged the bundle
+// by the object as the API server answered.
+func changes[T client.Object](own *ownwrite.Filter[ownKey], kind string, changed func(old, cur T) bool) predicate.Predicate {
 	return predicate.Funcs{
-		CreateFunc: func(e ctrlevent.CreateEvent) bool { return !own.heard(kind, e.Object, true) },
+		CreateFunc: func(e ctrlevent.CreateEvent) bool {
+			_, mine := own.Heard(keyOf(kind, e.Object), ownwrite.Event{New: e.Object.GetResourceVersion()})
+			return !mine
+		},
 		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
-			if own.heard(kind, e.ObjectNew, false) {
+			ev := ownwrite.Event{Old: e.ObjectOld.GetResourceVersion(), New: e.ObjectNew.GetResourceVersion()}
+			if _, mine := own.Heard(keyOf(kind, e.ObjectNew), ev); mine {
 				return false
 			}
 			o, okOld := e.ObjectOld.(T)
@@ -93,114 +100,17 @@ func changes[T client.Object](own *ownWrites, kind string, changed func(old, cur
 			return !okOld || !okNew || changed(o, n)
 		},
 		DeleteFunc: func(e ctrlevent.DeleteEvent) bool {
-			own.forget(kind, e.Object)
+			own.Forget(keyOf(kind, e.Object))
 			return true
 		},
 		GenericFunc: func(ctrlevent.GenericEvent) bool { return true },
 	}
 }
 
-// ownWrites remembers the versions the AppBundles' writes left their objects
-// at, so that the event of such a version does not reconcile the bundle again:
-// the reconcile that wrote it knew what it wrote. Events come in the order of
-// the versions, so hearing one forgets it and the writes before it; a write
-// whose event never comes (one that changed nothing and so left no new
-// version) is forgotten once maxOwnWrites newer ones of the object are noted,
-// or when the object is deleted.
-//
-// The event of a create can come before the create's answer does, so the
-// creates in flight are remembered too: the creation event of an object
-// being created is the create's own.
-type ownWrites struct {
-	mu sync.Mutex
-	rv map[ownKey][]string
-	// creating holds the creates in flight, each with the version of its
-	// creation event once heard.
-	creating map[ownKey]string
-}
-
-// maxOwnWrites is how many versions of one object are remembered at most.
-const maxOwnWrites = 4
-
+// ownKey names an object an AppBundle makes, as its own writes are
+// remembered.
 type ownKey struct{ kind, namespace, name string }
-
-func newOwnWrites() *ownWrites {
-	return &ownWrites{rv: map[ownKey][]string{}, creating: map[ownKey]string{}}
-}
 
 func keyOf(kind string, o client.Object) ownKey {
 	return ownKey{kind: kind, namespace: o.GetNamespace(), name: o.GetName()}
-}
-
-// write notes that o is about to be written, and returns what to call with
-// the write's outcome: o as the API server answered, or the write's error.
-// create says the object does not exist yet. A nil ownWrites notes nothing.
-func (w *ownWrites) write(kind string, o client.Object, create bool) func(error) {
-	if w == nil {
-		return func(error) {}
-	}
-	k := keyOf(kind, o)
-	if create {
-		w.mu.Lock()
-		w.creating[k] = ""
-		w.mu.Unlock()
-	}
-	return func(err error) {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		heard, inFlight := w.creating[k]
-		delete(w.creating, k)
-		rv := o.GetResourceVersion()
-		if err != nil || rv == "" || (inFlight && heard == rv) {
-			return
-		}
-		w.rv[k] = append(w.rv[k], rv)
-		w.rv[k] = w.rv[k][max(0, len(w.rv[k])-maxOwnWrites):]
-	}
-}
-
-// heard reports whether an event of o is one of the provider's own writes of
-// it, and then forgets that write and the ones before it. created says the
-// event is o's creation.
-func (w *ownWrites) heard(kind string, o client.Object, created bool) bool {
-	if w == nil {
-		return false
-	}
-	k := keyOf(kind, o)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	rvs := w.rv[k]
-	for i, rv := range rvs {
-		if rv != o.GetResourceVersion() {
-			continue
-		}
-		if rest := rvs[i+1:]; len(rest) > 0 {
-			w.rv[k] = rest
-		} else {
-			delete(w.rv, k)
-		}
-		return true
-	}
-	if heard, inFlight := w.creating[k]; created && inFlight && heard == "" {
-		w.creating[k] = o.GetResourceVersion()
-		return true
-	}
-	return false
-}
-
-// forget forgets the writes of an object that is gone.
-func (w *ownWrites) forget(kind string, o client.Object) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.rv, keyOf(kind, o))
-}
-
-// len is how many objects have writes remembered, in flight or done.
-func (w *ownWrites) len() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return len(w.rv) + len(w.creating)
 }

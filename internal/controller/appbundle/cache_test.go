@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,118 +23,20 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/ownwrite"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
-func withRV(o client.Object, rv string) client.Object {
-	o.SetResourceVersion(rv)
-	return o
-}
-
-func TestOwnWrites(t *testing.T) {
-	type event struct {
-		rv      string
-		created bool
-	}
-	cases := map[string]struct {
-		reason string
-		// writes are the versions the provider's writes left, in order;
-		// "!" before one is a create whose answer comes after its event.
-		writes []string
-		events []event
-		// want is what heard said of each event.
-		want []bool
-		// left is how many objects still have writes remembered.
-		left int
-	}{
-		"OwnWriteHeardOnce": {
-			reason: "The event of the provider's write is its own, once.",
-			writes: []string{"2"},
-			events: []event{{rv: "2"}, {rv: "2"}},
-			want:   []bool{true, false},
-		},
-		"OthersWrite": {
-			reason: "A version the provider did not write is someone else's, and the provider's write is still awaited.",
-			writes: []string{"2"},
-			events: []event{{rv: "3"}},
-			want:   []bool{false},
-			left:   1,
-		},
-		"InterleavedWrites": {
-			reason: "Another's write between two of the provider's is heard as theirs, both of the provider's as its own.",
-			writes: []string{"2", "4"},
-			events: []event{{rv: "2"}, {rv: "3"}, {rv: "4"}},
-			want:   []bool{true, false, true},
-		},
-		"SkippedVersion": {
-			reason: "An event that skips a write's version (a relist) forgets the writes before it.",
-			writes: []string{"2", "4"},
-			events: []event{{rv: "4"}, {rv: "2"}},
-			want:   []bool{true, false},
-		},
-		"CreateHeardBeforeItsAnswer": {
-			reason: "The creation event that comes while the create is in flight is the create's own, and its answer does not make the next event own.",
-			writes: []string{"!5"},
-			events: []event{{rv: "5", created: true}, {rv: "6"}},
-			want:   []bool{true, false},
-		},
-		"BoundedMemory": {
-			reason: "Writes whose events never come (they changed nothing) are forgotten beyond the bound.",
-			writes: []string{"1", "2", "3", "4", "5", "6"},
-			events: []event{{rv: "1"}, {rv: "2"}, {rv: "3"}},
-			want:   []bool{false, false, true},
-			left:   1,
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			w := newOwnWrites()
-			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web"}}
-			var got []bool
-			events := tc.events
-			for _, rv := range tc.writes {
-				inFlight, ok := strings.CutPrefix(rv, "!")
-				done := w.write(kindDeployment, d, ok)
-				if ok {
-					// The creation event comes before the create's answer.
-					got = append(got, w.heard(kindDeployment, withRV(d.DeepCopy(), events[0].rv), events[0].created))
-					events = events[1:]
-				}
-				d.SetResourceVersion(inFlight)
-				done(nil)
-			}
-			for _, e := range events {
-				got = append(got, w.heard(kindDeployment, withRV(d.DeepCopy(), e.rv), e.created))
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nheard: -want, +got:\n%s", tc.reason, diff)
-			}
-			if w.len() != tc.left {
-				t.Errorf("%s\n%d objects have writes remembered, want %d", tc.reason, w.len(), tc.left)
-			}
-		})
-	}
-}
-
-func TestOwnWritesFailedWrite(t *testing.T) {
-	w := newOwnWrites()
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "web", ResourceVersion: "1"}}
-	w.write(kindDeployment, d, true)(context.DeadlineExceeded)
-	if w.len() != 0 {
-		t.Errorf("a failed create is remembered")
-	}
-	if w.heard(kindDeployment, withRV(d.DeepCopy(), "2"), true) {
-		t.Errorf("a creation after a failed create is taken for the provider's own")
-	}
-}
+// bundleKey owns the objects the tests of own writes write.
+var bundleKey = types.NamespacedName{Namespace: "apps", Name: "web"}
 
 func TestChanges(t *testing.T) {
-	w := newOwnWrites()
+	w := ownwrite.New[ownKey]()
 	p := changes(w, kindDeployment, deploymentChanged)
 	ready := deployment(1, 1, corev1.ConditionTrue)
 	written := ready.DeepCopy()
 	written.Generation, written.ResourceVersion = 2, "2"
-	w.write(kindDeployment, written, false)(nil)
+	w.Writing(bundleKey, keyOf(kindDeployment, written), ownwrite.Patch())(written.ResourceVersion, nil)
 
 	if p.Update(ctrlevent.UpdateEvent{ObjectOld: ready, ObjectNew: written}) {
 		t.Errorf("the provider's own write of a new generation reconciles its AppBundle")
@@ -151,9 +54,44 @@ func TestChanges(t *testing.T) {
 	if !p.Create(ctrlevent.CreateEvent{Object: churn}) {
 		t.Errorf("a Deployment the provider did not create does not reconcile its AppBundle")
 	}
-	w.write(kindDeployment, churn, false)(nil)
-	if !p.Delete(ctrlevent.DeleteEvent{Object: churn}) || w.len() != 0 {
-		t.Errorf("a deletion does not reconcile the AppBundle, or its writes are still remembered (%d)", w.len())
+	w.Writing(bundleKey, keyOf(kindDeployment, churn), ownwrite.Patch())(churn.ResourceVersion, nil)
+	if !p.Delete(ctrlevent.DeleteEvent{Object: churn}) || w.Len() != 0 {
+		t.Errorf("a deletion does not reconcile the AppBundle, or its writes are still remembered (%d)", w.Len())
+	}
+
+	// The creation event of a Deployment being created, before the create's
+	// answer, is the bundle's own.
+	created := deployment(1, 0, corev1.ConditionFalse)
+	created.ResourceVersion = "5"
+	done := w.Writing(bundleKey, keyOf(kindDeployment, created), ownwrite.Create())
+	if p.Create(ctrlevent.CreateEvent{Object: created}) {
+		t.Errorf("the creation event of the provider's create in flight reconciles its AppBundle")
+	}
+	if err := wrote(done, kindDeployment, created, nil); err != nil {
+		t.Errorf("the create answered with the version of its creation event: %v", err)
+	}
+}
+
+// TestWroteReportsAMiss: a creation event taken for the bundle's create in
+// flight, which the answer shows was somebody else's (the bundle's apply then
+// updated their Deployment), fails the reconcile, which is retried: the
+// bundle must see what it missed.
+func TestWroteReportsAMiss(t *testing.T) {
+	w := ownwrite.New[ownKey]()
+	p := changes(w, kindDeployment, deploymentChanged)
+	theirs := deployment(1, 0, corev1.ConditionFalse)
+	theirs.ResourceVersion = "5"
+	done := w.Writing(bundleKey, keyOf(kindDeployment, theirs), ownwrite.Create())
+	if p.Create(ctrlevent.CreateEvent{Object: theirs}) {
+		t.Fatal("the creation event during the bundle's create reconciles it")
+	}
+	ours := theirs.DeepCopy()
+	ours.Generation, ours.ResourceVersion = 2, "6"
+	if err := wrote(done, kindDeployment, ours, nil); err == nil {
+		t.Error("a create whose answer shows another version than the creation event taken for it succeeded")
+	}
+	if !p.Update(ctrlevent.UpdateEvent{ObjectOld: theirs, ObjectNew: ours}) {
+		t.Error("the event of the apply that updated somebody else's Deployment is taken for the bundle's own")
 	}
 }
 
@@ -299,7 +237,7 @@ func TestUpdateJudgesReadinessByWhatItWrote(t *testing.T) {
 	bundle := ab()
 	bundle.SetConditions(xpv2.Available())
 	api := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(made(t, bundle)[1]).Build()
-	own := newOwnWrites()
+	own := ownwrite.New[ownKey]()
 	e := &external{cluster: &target.Cluster{Client: api, Local: true}, record: event.NewNopRecorder(), own: own}
 
 	// The Deployment was deleted: Update makes a new one, not yet Available.
@@ -313,7 +251,7 @@ func TestUpdateJudgesReadinessByWhatItWrote(t *testing.T) {
 	if err := api.Get(context.Background(), client.ObjectKey{Namespace: "apps", Name: "web"}, d); err != nil {
 		t.Fatal(err)
 	}
-	if !own.heard(kindDeployment, d, false) {
+	if _, ok := own.Heard(keyOf(kindDeployment, d), ownwrite.Event{New: d.ResourceVersion}); !ok {
 		t.Errorf("the Deployment Update wrote is not remembered as the provider's own write")
 	}
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/ownwrite"
 	"github.com/clusterops/provider-clusterops/internal/target"
 	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
@@ -101,7 +102,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ConfigRollout{}, indexFollowing, followingValues); err != nil {
 		return errors.Wrap(err, "cannot index ConfigRollouts by the workloads they follow")
 	}
-	own := newOwnWrites()
+	own := ownwrite.New[types.NamespacedName]()
 	wait := newWaiters()
 	rd := newReaders(mgr.GetAPIReader())
 	autos := newAutoRollouts()
@@ -155,7 +156,7 @@ type external struct {
 	record  event.Recorder
 	now     func() time.Time
 	watches *watchset.Set
-	own     *ownWrites
+	own     *ownwrite.Filter[types.NamespacedName]
 	// rollouts are the manager's ConfigRollouts, indexed by the workloads
 	// they follow (indexFollowing); nil in unit tests.
 	rollouts client.Reader
@@ -387,19 +388,16 @@ func (e *external) roll(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, n
 // not select it.
 func (e *external) apply(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, name string, u *unstructured.Unstructured) error {
 	// The workload watches are on the local cluster: only there is the event
-	// of this write to be told apart.
-	track := e.cluster.Local && e.own != nil
-	if track {
-		e.own.begin(cr.GetNamespace(), kind, name, cr.GetName())
+	// of this write to be told apart. An apply has no precondition, so only
+	// its answer tells its event (ownwrite): no event is taken for its own
+	// before the answer, and there is no miss to hear of.
+	var own *ownwrite.Filter[types.NamespacedName]
+	if e.cluster.Local {
+		own = e.own
 	}
+	done := own.Writing(client.ObjectKeyFromObject(cr), ownKey(cr.GetNamespace(), kind, name), ownwrite.Patch())
 	err := e.cluster.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldManager(cr)), client.ForceOwnership)
-	if track {
-		g := u.GetGeneration()
-		if err != nil {
-			g = 0
-		}
-		e.own.done(cr.GetNamespace(), kind, name, cr.GetName(), g)
-	}
+	_ = done(u.GetResourceVersion(), err)
 	return resource.IgnoreNotFound(err)
 }
 

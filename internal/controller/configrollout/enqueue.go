@@ -18,6 +18,7 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/flow"
+	"github.com/clusterops/provider-clusterops/internal/ownwrite"
 )
 
 // indexWorkloads is the field index of ConfigRollouts by the workloads an
@@ -57,73 +58,11 @@ func indexValues(o client.Object) []string {
 
 func workloadKey(kind, name string) string { return kind + "/" + name }
 
-// ownWrites remembers each ConfigRollout's write to a workload, so that the
-// event of that write does not reconcile the rollout that made it: it already
-// knows. A write is marked before it is sent, as its event may arrive before
-// its response, and completed with the generation it gave the workload; an
-// event of any other generation is someone else's edit, and is heard. An edit
-// made just before our write, whose event the mark takes for ours, is still
-// heard: our own event, which then comes unmatched, reconciles the rollout.
-type ownWrites struct {
-	mu sync.Mutex
-	by map[types.NamespacedName]ownWrite // workload "Kind/name" in its namespace
-}
-
-type ownWrite struct {
-	rollout    string
-	generation int64 // 0 while the write is in flight
-}
-
-func newOwnWrites() *ownWrites {
-	return &ownWrites{by: map[types.NamespacedName]ownWrite{}}
-}
-
+// ownKey names a workload, as the ConfigRollouts' own writes to it are
+// remembered (ownwrite): its "Kind/name" in its namespace. The event of a
+// rollout's write does not reconcile that rollout: it already knows.
 func ownKey(ns, kind, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: workloadKey(kind, name)}
-}
-
-// begin marks a write of rollout to a workload as in flight.
-func (w *ownWrites) begin(ns, kind, name, rollout string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.by[ownKey(ns, kind, name)] = ownWrite{rollout: rollout}
-}
-
-// done completes the write with the generation it left, or forgets it when it
-// failed (generation 0). A write whose event was already heard is not marked
-// again.
-func (w *ownWrites) done(ns, kind, name, rollout string, generation int64) {
-	k := ownKey(ns, kind, name)
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ow, ok := w.by[k]
-	switch {
-	case !ok || ow.rollout != rollout || ow.generation != 0:
-	case generation == 0:
-		delete(w.by, k)
-	default:
-		w.by[k] = ownWrite{rollout: rollout, generation: generation}
-	}
-}
-
-// writer returns the rollout whose own write o is, and forgets the write:
-// each is heard of once.
-func (w *ownWrites) writer(kind string, o client.Object) string {
-	k := ownKey(o.GetNamespace(), kind, o.GetName())
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	ow, ok := w.by[k]
-	if !ok || o.GetAnnotations()[AnnotationLock] != ow.rollout || (ow.generation != 0 && ow.generation != o.GetGeneration()) {
-		return ""
-	}
-	delete(w.by, k)
-	return ow.rollout
-}
-
-func (w *ownWrites) forget(kind string, o client.Object) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	delete(w.by, ownKey(o.GetNamespace(), kind, o.GetName()))
 }
 
 // referencing returns the ConfigRollouts a workload event may concern: those
@@ -225,7 +164,7 @@ func selects(s *metav1.LabelSelector, l map[string]string) bool {
 
 // workloadHandler maps events of one workload kind to the ConfigRollouts they
 // concern, leaving out the rollout whose own write an update is.
-func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers, autos *autoRollouts, own *ownWrites) handler.EventHandler {
+func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers, autos *autoRollouts, own *ownwrite.Filter[types.NamespacedName]) handler.EventHandler {
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], skip string, h happened, objs ...client.Object) {
 		// All of an event's rollouts are found before any is queued: finding
 		// them may read the workload, and a rollout queued for the old
@@ -257,7 +196,7 @@ func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers
 			enqueue(ctx, q, "", h, e.Object)
 		},
 		UpdateFunc: func(ctx context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			w := own.writer(kind, e.ObjectNew)
+			w := writer(own, kind, e)
 			if w != "" && e.ObjectOld.GetAnnotations()[AnnotationLock] == w {
 				// A new hash in the pod template of a workload the writer
 				// already held changes nothing any other rollout decides on.
@@ -275,16 +214,28 @@ func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers
 			enqueue(ctx, q, w, changedWorkload, e.ObjectOld, n)
 		},
 		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			own.forget(kind, e.Object)
+			own.Forget(ownKey(e.Object.GetNamespace(), kind, e.Object.GetName()))
 			enqueue(ctx, q, "", deletedWorkload, e.Object)
 		},
 	})
 }
 
+// writer returns the ConfigRollout whose own write the update e of a workload
+// of kind is, and forgets the write: each is heard of once. It is the
+// workload as that rollout's write was answered, which carries its lock.
+func writer(own *ownwrite.Filter[types.NamespacedName], kind string, e ctrlevent.UpdateEvent) string {
+	o := e.ObjectNew
+	ev := ownwrite.Event{Old: e.ObjectOld.GetResourceVersion(), New: o.GetResourceVersion()}
+	if r, ok := own.Heard(ownKey(o.GetNamespace(), kind, o.GetName()), ev); ok {
+		return r.Name
+	}
+	return ""
+}
+
 // watchWorkloads watches every workload kind as metadata only: a new, deleted
 // or re-templated workload matters, and so does a released lock (an
 // annotation); status churn does not.
-func watchWorkloads(fc *flow.Control, b *builder.Builder, c client.Reader, rd *readers, autos *autoRollouts, own *ownWrites) *builder.Builder {
+func watchWorkloads(fc *flow.Control, b *builder.Builder, c client.Reader, rd *readers, autos *autoRollouts, own *ownwrite.Filter[types.NamespacedName]) *builder.Builder {
 	for _, kind := range Kinds {
 		m := &metav1.PartialObjectMetadata{}
 		m.SetGroupVersionKind(GroupVersionKind(kind))

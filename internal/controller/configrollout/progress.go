@@ -154,7 +154,7 @@ func (e *external) waitFor(cr *v1alpha1.ConfigRollout, cs []Candidate) {
 
 // rolling puts the wave Update is about to roll in the waiting table with the
 // workloads already in flight, before the first patch: the patch's own event
-// is not heard (ownWrites), and the status events that follow must reconcile
+// is not heard (ownwrite), and the status events that follow must reconcile
 // the rollout as soon as the workload settles, not at its next poll.
 func (e *external) rolling(cr *v1alpha1.ConfigRollout) {
 	if e.gate == nil || e.gate.s == nil || len(e.gate.wave.Roll) == 0 {

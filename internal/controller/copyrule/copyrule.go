@@ -371,7 +371,7 @@ func (e *external) writer(cr *v1alpha1.CopyRule) *writer {
 	res := copyResource(p)
 	own := owner(cr)
 	return &writer{c: e.cluster.Client, kind: CopyKind(p), owner: own, policy: p.ConflictPolicy,
-		writing: func(namespace, name, before string) func(error) {
+		writing: func(namespace, name, before string) func(string, error) {
 			return e.watches.Writing(nn, e.cluster, res, namespace, name, before)
 		},
 		wrote: func(ref Ref, o *Object) { e.known.wrote(own, ref, o) }}

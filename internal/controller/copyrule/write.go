@@ -36,8 +36,9 @@ type writer struct {
 	policy v1alpha1.ConflictPolicy
 	// writing, when set, hears of each create or update before it is made:
 	// the object's namespace and name, and the version it is written from
-	// (none for a create). What it returns hears of the write's error.
-	writing func(namespace, name, before string) func(error)
+	// (none for a create). What it returns hears of the write's outcome: the
+	// version the API server answered with, or the write's error.
+	writing func(namespace, name, before string) func(answer string, err error)
 	// wrote, when set, hears of each object written as the API server
 	// returned it, or of its deletion (nil).
 	wrote func(ref Ref, o *Object)
@@ -46,12 +47,12 @@ type writer struct {
 // write makes write, a create or update of o from version before, telling
 // writing of it.
 func (w *writer) write(o client.Object, before string, write func() error) error {
-	done := func(error) {}
+	done := func(string, error) {}
 	if w.writing != nil {
 		done = w.writing(o.GetNamespace(), o.GetName(), before)
 	}
 	err := write()
-	done(err)
+	done(o.GetResourceVersion(), err)
 	if err == nil {
 		if got, ok := fromAPI(o); ok {
 			w.written(Ref{o.GetNamespace(), o.GetName()}, &got)

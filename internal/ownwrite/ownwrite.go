@@ -1,0 +1,290 @@
+// Package ownwrite tells the watch events of a controller's own writes from
+// everybody else's, so that the event of a write does not reconcile again the
+// managed resource that made it: that reconcile knows what it wrote, and a
+// rule that creates 1,000 copies is otherwise reconciled once more for each.
+// Any later change, whoever makes it, reconciles the owner again.
+//
+// Its one promise: an event that is not the owner's own write is never taken
+// for one. A missed reconcile is a bug; an extra one costs a reconcile. So an
+// event is taken for a write's own only when
+//
+//   - it shows the version the write's answer returned. The owner has that
+//     object in the answer, whatever others wrote before it. Events come in
+//     the order of the versions, so hearing one forgets it and the versions
+//     before it.
+//   - it comes while the write is in flight (the event of a write may come
+//     before its answer, so a write is noted before it is sent), and only
+//     that write can have made it: the creation of an object the write
+//     creates (only one write can create an object), or an update from the
+//     version the write carries as its precondition (only one update from a
+//     version can succeed). A write without a precondition, a patch or an
+//     apply, may succeed alongside somebody else's from the same version, so
+//     no update event is taken for its own before its answer: it costs an
+//     extra reconcile when its event comes first.
+//
+// The answer then says whether the event taken in flight was the write's:
+// it was if the answer shows the event's version. If the answer shows another
+// version (somebody else created the object first, and an apply updated
+// theirs) or an error, the event was somebody else's. The write's own event,
+// if any, is then not taken either, and Done reports the miss, so that the
+// owner is reconciled even where no event follows (an informer that relists
+// after losing its watch folds several writes into one event).
+//
+// A write whose event never comes (it changed nothing and so made no version,
+// or its object was gone first) is forgotten with its object, with its owner,
+// once maxVersions newer ones of its object are noted, or once the Filter
+// holds maxObjects objects, when it forgets all of them: that costs at most
+// one reconcile each.
+package ownwrite
+
+import (
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+const (
+	// maxObjects bounds the objects a Filter remembers writes of.
+	maxObjects = 100_000
+	// maxVersions bounds the answered versions remembered of one object: a
+	// reconcile writes an object once or twice.
+	maxVersions = 4
+)
+
+// A Write is what a write does to an object, as far as telling its event
+// apart goes. The zero Write is a Patch.
+type Write struct {
+	create bool
+	from   string
+}
+
+// Create is a write that makes the object: a create, or an apply of an object
+// not there yet. Only one write can make an object: if somebody else's makes
+// it first, a create fails and an apply updates theirs.
+func Create() Write { return Write{create: true} }
+
+// Update is an update from version from, carried as its precondition: it
+// fails unless the object is still at from. Without a version ("") it is a
+// Patch.
+func Update(from string) Write { return Write{from: from} }
+
+// Patch is a write without a precondition: a patch, an apply or an update
+// without a resourceVersion. Only its answer tells its event.
+func Patch() Write { return Write{} }
+
+// An Event is what a watch event says of an object's versions.
+type Event struct {
+	// Old is the version the update event's old object shows; empty for a
+	// creation event.
+	Old string
+	// New is the version the event shows the object at.
+	New string
+}
+
+// mayBe reports whether e may be the event of w, in flight: one that only w
+// can have made. An update that shows no new version (a resync) is nobody's.
+func (w Write) mayBe(e Event) bool {
+	if e.New == "" {
+		return false
+	}
+	if e.Old == "" {
+		return w.create
+	}
+	return w.from != "" && e.Old == w.from && e.New != e.Old
+}
+
+// A Filter remembers owners' writes to objects named by keys K until their
+// events come. It is safe for concurrent use; a nil Filter remembers nothing.
+type Filter[K comparable] struct {
+	mu    sync.Mutex
+	limit int
+	// records are the writes of each object; byOwner the objects of each
+	// owner's, to forget with the owner.
+	records map[K]*record
+	byOwner map[types.NamespacedName]map[K]struct{}
+}
+
+// record is an object's writes, all of one owner: the last to write it.
+type record struct {
+	owner types.NamespacedName
+	// flight is the write in flight, if any.
+	flight *flight
+	// answered are the versions the owner's writes were answered with whose
+	// events have not come, oldest first.
+	answered []string
+}
+
+// flight is a write in flight, shared with what Writing returned.
+type flight struct {
+	write Write
+	// taken says an event was taken for the write's own before its answer,
+	// and heard is the version it showed.
+	taken bool
+	heard string
+}
+
+// Done hears of a write's outcome: the version the API server answered with,
+// or the write's error. It reports whether an event was taken for the write's
+// own that the answer shows was not: the owner must be reconciled again, as
+// no event may follow to do it.
+type Done func(answer string, err error) (missed bool)
+
+// New returns an empty Filter.
+func New[K comparable]() *Filter[K] {
+	return &Filter[K]{limit: maxObjects, records: map[K]*record{}, byOwner: map[types.NamespacedName]map[K]struct{}{}}
+}
+
+// Writing notes that owner is about to make write w to the object k, and
+// returns what to call with its outcome. The write is the object's last: any
+// other owner's writes of it are forgotten, as is a write of it still in
+// flight, whose answer is then not remembered (its event reconciles its
+// owner).
+func (f *Filter[K]) Writing(owner types.NamespacedName, k K, w Write) Done {
+	if f == nil {
+		return func(string, error) bool { return false }
+	}
+	fl := &flight{write: w}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.records[k]
+	if r != nil && r.owner != owner {
+		f.drop(k, r)
+		r = nil
+	}
+	if r == nil {
+		if len(f.records) >= f.limit {
+			clear(f.records)
+			clear(f.byOwner)
+		}
+		r = &record{owner: owner}
+		f.records[k] = r
+		if f.byOwner[owner] == nil {
+			f.byOwner[owner] = map[K]struct{}{}
+		}
+		f.byOwner[owner][k] = struct{}{}
+	}
+	r.flight = fl
+	return func(answer string, err error) bool { return f.done(k, fl, answer, err) }
+}
+
+// done completes fl, a write of k, with its outcome.
+func (f *Filter[K]) done(k K, fl *flight, answer string, err error) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	missed := fl.taken && (err != nil || fl.heard != answer)
+	r := f.records[k]
+	if r == nil || r.flight != fl {
+		// Forgotten, or overtaken by another write: its event is heard.
+		return missed
+	}
+	r.flight = nil
+	if err == nil && answer != "" && !fl.taken {
+		if len(r.answered) == maxVersions {
+			r.answered = slices.Delete(r.answered, 0, 1)
+		}
+		r.answered = append(r.answered, answer)
+	}
+	if len(r.answered) == 0 {
+		f.drop(k, r)
+	}
+	return missed
+}
+
+// Heard reports whether e, an event of the object k, is an own write, and
+// whose, and then forgets that write: each is heard once.
+func (f *Filter[K]) Heard(k K, e Event) (types.NamespacedName, bool) {
+	if f == nil {
+		return types.NamespacedName{}, false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.records[k]
+	if r == nil || !f.take(k, r, e) {
+		return types.NamespacedName{}, false
+	}
+	return r.owner, true
+}
+
+// Own reports whether e, an event of the object k, is owner's own write, and
+// then forgets that write. An event of another owner's write is owner's to
+// hear, and is left for that owner.
+func (f *Filter[K]) Own(owner types.NamespacedName, k K, e Event) bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.records[k]
+	return r != nil && r.owner == owner && f.take(k, r, e)
+}
+
+// take reports whether e is a write of r, k's record, and forgets it; f.mu is
+// held.
+func (f *Filter[K]) take(k K, r *record, e Event) bool {
+	if i := slices.Index(r.answered, e.New); i >= 0 && e.New != "" {
+		r.answered = r.answered[i+1:]
+		if len(r.answered) == 0 && r.flight == nil {
+			f.drop(k, r)
+		}
+		return true
+	}
+	if fl := r.flight; fl != nil && !fl.taken && fl.write.mayBe(e) {
+		fl.taken, fl.heard = true, e.New
+		return true
+	}
+	return false
+}
+
+// Forget forgets the writes of the object k: it was deleted, and a deletion
+// is nobody's own write (an object that an owner made and somebody deleted
+// must be made again). A write of it in flight is forgotten too: its answer
+// is not remembered.
+func (f *Filter[K]) Forget(k K) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if r, ok := f.records[k]; ok {
+		f.drop(k, r)
+	}
+}
+
+// ForgetOwner forgets owner's writes whose events never came: the owner is
+// gone. Only its: a fleet of owners deleted at once must not leave their
+// writes behind until the bound forgets everyone's.
+func (f *Filter[K]) ForgetOwner(owner types.NamespacedName) {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range f.byOwner[owner] {
+		if r, ok := f.records[k]; ok && r.owner == owner {
+			delete(f.records, k)
+		}
+	}
+	delete(f.byOwner, owner)
+}
+
+// Len returns how many objects have writes remembered, in flight or answered.
+func (f *Filter[K]) Len() int {
+	if f == nil {
+		return 0
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.records)
+}
+
+// drop forgets r, the record of k; f.mu is held.
+func (f *Filter[K]) drop(k K, r *record) {
+	delete(f.records, k)
+	if m := f.byOwner[r.owner]; m != nil {
+		delete(m, k)
+		if len(m) == 0 {
+			delete(f.byOwner, r.owner)
+		}
+	}
+}
