@@ -71,6 +71,10 @@ bench: ## Run the benchmarks on the local control plane and write docs/performan
 bench-fleet: ## Run the fleet benchmarks (every kind, 100 to 10,000 at once) and add them to docs/performance.md.
 	cluster/local/bench-fleet.sh
 
+.PHONY: bench-ab
+bench-ab: ## A/B the flow-control flags on fleets of 10,000 (docs/fleet/ab.md).
+	cluster/local/bench-ab.sh
+
 .PHONY: fuzz
 fuzz: ## Fuzz every pure function that takes user input (hack/fuzz.sh lists them), 20s each.
 	hack/fuzz.sh 20s

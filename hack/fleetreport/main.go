@@ -93,7 +93,19 @@ func main() {
 	md := flag.String("md", "docs/fleet/report.md", "Markdown report to write")
 	svg := flag.String("svg", "docs/fleet.svg", "chart to write")
 	findings := flag.String("findings", "", "hand-written notes appended to the report, when set and the file exists")
+	ab := flag.String("ab", "", "directory of make bench-ab's settings: write their table to -md instead")
 	flag.Parse()
+	if *ab != "" {
+		text, err := abReport(*ab)
+		if err == nil {
+			err = os.WriteFile(*md, []byte(text), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "fleetreport:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	rs, err := read(*in)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fleetreport:", err)
