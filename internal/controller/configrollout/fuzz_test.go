@@ -182,7 +182,7 @@ func FuzzWorkloadHash(f *testing.F) {
 
 // FuzzReadersIndex drives readers with learns, forgets and events of a few
 // workloads in any order: the workloads it names as reading a source are
-// exactly those it knows read it, and none is stale at a generation it
+// exactly those it knows read it, and none is unread at a generation it
 // knows.
 func FuzzReadersIndex(f *testing.F) {
 	f.Add([]byte{0x00, 0x11, 0x22, 0x43, 0x05, 0x80, 0x61})
@@ -190,7 +190,7 @@ func FuzzReadersIndex(f *testing.F) {
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		const ns = "ns"
 		rd := newReaders(nil)
-		rd.spaces[ns] = &space{noted: true, stale: map[string]int64{}}
+		rd.spaces[ns] = &space{noted: true, unread: map[string]int64{}}
 		srcs := []string{"a", "b", "c", "d"}
 		for _, op := range ops {
 			// op: 2 bits what, 2 bits which workload, 2 bits generation, 2 bits source.
@@ -222,9 +222,9 @@ func FuzzReadersIndex(f *testing.F) {
 					t.Fatalf("after op %#x: readers of %s %v, known to read it %v", op, src, sets.List(got), sets.List(want))
 				}
 			}
-			for k, g := range rd.spaces[ns].stale {
+			for k, g := range rd.spaces[ns].unread {
 				if at, ok := rd.by[types.NamespacedName{Namespace: ns, Name: k}]; ok && at.generation >= g {
-					t.Fatalf("after op %#x: %s stale at %d, known at %d", op, k, g, at.generation)
+					t.Fatalf("after op %#x: %s unread at %d, known at %d", op, k, g, at.generation)
 				}
 			}
 		}

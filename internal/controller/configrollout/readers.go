@@ -82,9 +82,9 @@ type space struct {
 	// noted says every workload the cache held when the namespace was first
 	// looked in has been noted; events have been noted since before that.
 	noted bool
-	// stale are the workloads, "Kind/name", last seen at a generation not
-	// known, and that generation.
-	stale map[string]int64
+	// unread are the workloads, "Kind/name", last seen at a generation
+	// whose template has not been read, and that generation.
+	unread map[string]int64
 }
 
 type readAt struct {
@@ -146,13 +146,13 @@ const listFrom = 8
 
 // track makes sure the workloads of ns are noted: on the first look in ns
 // every workload of the metadata cache there not known at its generation
-// is noted as stale; from then on seen notes each event's. Events are noted
+// is noted as unread; from then on seen notes each event's. Events are noted
 // from before the cache is looked at, so none falls between the two.
 func (r *readers) track(ctx context.Context, cache client.Reader, ns string) error {
 	r.mu.Lock()
 	s, ok := r.spaces[ns]
 	if !ok {
-		s = &space{stale: map[string]int64{}}
+		s = &space{unread: map[string]int64{}}
 		r.spaces[ns] = s
 	}
 	noted := s.noted
@@ -195,23 +195,23 @@ func (r *readers) noteLocked(s *space, kind string, o client.Object) {
 	if at, ok := r.by[k]; ok && at.generation >= o.GetGeneration() {
 		return
 	}
-	if s.stale[k.Name] < o.GetGeneration() {
-		s.stale[k.Name] = o.GetGeneration()
+	if s.unread[k.Name] < o.GetGeneration() {
+		s.unread[k.Name] = o.GetGeneration()
 	}
 }
 
-// stale returns the workloads of kind in ns noted as stale, as metadata, or
+// unread returns the workloads of kind in ns noted as unread, as metadata, or
 // many when there are upTo or more: those are listed, not read one by one,
 // and a fleet's first reconciles, which all find every workload of their
-// namespace stale, need not copy them all.
-func (r *readers) stale(ns, kind string, upTo int) (out []metav1.PartialObjectMetadata, many bool) {
+// namespace unread, need not copy them all.
+func (r *readers) unread(ns, kind string, upTo int) (out []metav1.PartialObjectMetadata, many bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.spaces[ns]
 	if !ok {
 		return nil, false
 	}
-	for k, g := range s.stale {
+	for k, g := range s.unread {
 		if name, ok := strings.CutPrefix(k, kind+"/"); ok {
 			if len(out) == upTo-1 {
 				return nil, true
@@ -302,8 +302,8 @@ func (r *readers) learn(kind string, o client.Object, tmpl *corev1.PodTemplateSp
 		}
 		cur = at
 	}
-	if s, ok := r.spaces[k.Namespace]; ok && s.stale[k.Name] <= cur.generation {
-		delete(s.stale, k.Name)
+	if s, ok := r.spaces[k.Namespace]; ok && s.unread[k.Name] <= cur.generation {
+		delete(s.unread, k.Name)
 	}
 	return at
 }
@@ -327,7 +327,7 @@ func (r *readers) forget(kind string, o client.Object) ([]string, bool) {
 	r.unindexLocked(k, at.sources)
 	delete(r.by, k)
 	if s, ok := r.spaces[k.Namespace]; ok {
-		delete(s.stale, k.Name)
+		delete(s.unread, k.Name)
 	}
 	return at.sources, ok
 }

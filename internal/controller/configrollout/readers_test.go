@@ -277,8 +277,8 @@ func TestAutoSelectLearnsOnlyWhatChanged(t *testing.T) {
 	rd.forget(KindDeployment, gone)
 	// Known: only the two to roll are read.
 	check("again", []string{"a", "c"}, []string{"a", "c"})
-	if s, many := rd.stale(testNamespace, KindDeployment, listFrom); len(s) != 0 || many {
-		t.Errorf("still stale: %v", s)
+	if s, many := rd.unread(testNamespace, KindDeployment, listFrom); len(s) != 0 || many {
+		t.Errorf("still unread: %v", s)
 	}
 	// b now reads app too: its event notes it, and it alone is learned.
 	b2 := reading("b", 2, "app")

@@ -254,17 +254,17 @@ func selectWorkloads(ctx context.Context, c, cache client.Reader, rd *readers, c
 		}
 		read := map[string]client.Object{}
 		for _, kind := range Kinds {
-			stale, many := rd.stale(ns, kind, listFrom)
+			unread, many := rd.unread(ns, kind, listFrom)
 			if many {
 				if err := rd.learnAll(ctx, kind, ns); err != nil {
 					return nil, nil, err
 				}
 				continue
 			}
-			for i := range stale {
-				_, o, err := rd.sources(ctx, kind, &stale[i])
+			for i := range unread {
+				_, o, err := rd.sources(ctx, kind, &unread[i])
 				if err != nil {
-					return nil, nil, errors.Wrapf(err, "cannot get %s %q", kind, stale[i].Name)
+					return nil, nil, errors.Wrapf(err, "cannot get %s %q", kind, unread[i].Name)
 				}
 				if o != nil {
 					read[workloadKey(kind, o.GetName())] = o
