@@ -51,7 +51,8 @@ test: tools vet ## Run every test tier: unit + integration (envtest), a short fu
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) ./...
 	$(MAKE) fuzz-ci
 	$(MAKE) e2e
-	$(MAKE) demo
+	# make demo, with its output checked (cluster/local/demo_test.go).
+	DEMO=1 go test -count=1 -v -run '^TestDemoShowsEveryKindActing$$' ./cluster/local
 
 .PHONY: test-unit
 test-unit: ## Run the unit and integration tests only (envtest).

@@ -39,6 +39,29 @@ following_event() {
   [[ -n "$(kc_poll -n demo get events --field-selector involvedObject.name=nginx,reason=FollowingWorkloads -o name 2>/dev/null)" ]]
 }
 rollouts_are() { output_is "$1" -n demo get configrollout nginx -o jsonpath='{.status.atProvider.rollouts}'; }
+# victim_pods: the pods of deployment/victim that are Ready and not being deleted, sorted, on one line.
+victim_pods() {
+  kc_poll -n demo get pods -l app=victim --no-headers \
+    -o custom-columns='NAME:.metadata.name,DELETING:.metadata.deletionTimestamp,READY:.status.conditions[?(@.type=="Ready")].status' |
+    awk '$2 == "<none>" && $3 == "True" { print $1 }' | sort | paste -sd ' ' -
+}
+# victim_whole: deployment/victim has its 2 replicas ready, and 2 Ready pods that are not being
+# deleted ($pods).
+victim_whole() {
+  output_is 2/2 -n demo get deployment victim -o jsonpath='{.status.readyReplicas}/{.spec.replicas}' &&
+    pods="$(victim_pods 2>/dev/null)" && [[ "$(wc -w <<<"$pods")" == 2 ]]
+}
+# victim_replaced: whole again, without the evicted pod and with a pod that was not there before.
+victim_replaced() { victim_whole && [[ " $pods " != *" $evicted "* && "$pods" != "$before_pods" ]]; }
+# tantrum_evicted: ChaosAgent tantrum's status records an eviction; $evicted is the first pod it evicted.
+tantrum_evicted() {
+  evicted="$(kc_poll -n demo get chaosagent tantrum -o jsonpath='{.status.atProvider.recentActions[?(@.action=="EvictPod")].name}' 2>/dev/null)" &&
+    evicted="${evicted%% *}" && [[ -n "$evicted" ]]
+}
+tantrum_event() {
+  [[ -n "$(kc_poll -n demo get events --field-selector involvedObject.kind=ChaosAgent,involvedObject.name=tantrum,reason=EvictPod -o name 2>/dev/null)" ]]
+}
+verdict_is() { output_is "$1" -n demo get chaosagent tantrum -o jsonpath='{.status.atProvider.verdicts[?(@.name=="victim")].verdict}'; }
 
 # deleted <namespace> <kind> <name>: kubectl's own --wait would not notice the provider's exit.
 deleted() {
@@ -193,11 +216,60 @@ wait_for 30 "the source's change did not reach configmap copyrator-greeting in n
   output_is "changed at the source" -n demo get configmap copyrator-greeting -o jsonpath='{.data.greeting}'
 echo "source change reached the copies after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 
+say "ChaosAgent tantrum evicts a pod of deployment/victim at once; the Deployment replaces it, and the agent says how fast"
+# An agent left by an earlier run (KEEP=1) would carry that run's rounds and verdicts.
+exists demo chaosagent tantrum && deleted demo chaosagent tantrum >/dev/null
+kc apply -f - >/dev/null <<YAML
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: victim, namespace: demo}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: victim}}
+  template:
+    metadata: {labels: {app: victim}}
+    spec:
+      containers: [{name: app, image: nginx:1.27}]
+YAML
+wait_for 60 "deployment/victim did not get its 2 pods Ready" victim_whole
+before_pods="$pods"
+echo "deployment/victim: 2/2 ready, pods $before_pods"
+# A new agent's first round runs as soon as it is created; with eagerness 100 it evicts one of
+# the pods its podSelector picks. Its next round is an interval later, after the demo has
+# deleted it, and while a recovery is pending it looks every tenth of that interval (2 s).
+kc apply -f - >/dev/null <<YAML
+apiVersion: chaos.clusterops.io/v1alpha1
+kind: ChaosAgent
+metadata: {name: tantrum, namespace: demo}
+spec:
+  forProvider:
+    tantrumMode: true
+    podSelector: {matchLabels: {app: victim}}
+    eagerness: 100
+    interval: 20s
+YAML
+start=$(date +%s%N)
+wait_for 30 "ChaosAgent tantrum evicted no pod" tantrum_evicted
+echo "evicted pod $evicted after $(( ($(date +%s%N) - start) / 1000000 )) ms"
+start=$(date +%s%N)
+wait_for 30 "ChaosAgent tantrum recorded no EvictPod event" tantrum_event
+kc -n demo get events --field-selector involvedObject.kind=ChaosAgent,involvedObject.name=tantrum,reason=EvictPod -o custom-columns=REASON:.reason,MESSAGE:.message
+wait_for 60 "deployment/victim did not replace the evicted pod $evicted" victim_replaced
+new_pods=""
+for p in $pods; do [[ " $before_pods " == *" $p "* ]] || new_pods+="${new_pods:+ }$p"; done
+echo "deployment/victim: 2/2 ready again after $(( ($(date +%s%N) - start) / 1000000 )) ms; new pod $new_pods"
+wait_for 30 "ChaosAgent tantrum did not find deployment/victim Resilient" verdict_is Resilient
+kc -n demo get chaosagent tantrum -o jsonpath='{range .status.atProvider.verdicts[*]}verdict on {.kind} {.namespace}/{.name}: {.verdict}, recovered from {.recovered} of {.disruptions} disruptions, p50 {.p50}, max {.max}{"\n"}{end}'
+# Every agent's last round; the examples' agents say why they did nothing.
+kc get chaosagents -A -o custom-columns='NAMESPACE:.metadata.namespace,NAME:.metadata.name,ROUNDS:.status.atProvider.roundsRun,ACTING:.status.conditions[?(@.type=="Acting")].reason,LAST-ROUND:.status.atProvider.lastRoundSummary'
+
 say "Configs and their users"
 kc get clusterproviderconfigs
 kc get providerconfigs,providerconfigusages -A
 
 say "Deleting the examples: the claim outlives its AppBundle (pvcDeletionPolicy: Retain)"
+deleted demo chaosagent tantrum
+kc -n demo delete deployment victim --wait=false >/dev/null
 deleted demo immortalcontainer example-immortalcontainer
 deleted demo appbundle my-web-app
 deleted default copyrule copyrator

@@ -1,5 +1,5 @@
 // Package local holds the scripts that run the provider on a local control plane; its tests check
-// the demo's shell helpers (wait.sh) without a cluster.
+// the demo's shell helpers (wait.sh) without a cluster, and, when asked with DEMO=1, run the demo.
 package local
 
 import (
@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -181,5 +182,71 @@ func TestDemoHasNoUnboundedLoops(t *testing.T) {
 	}
 	if out, err := exec.Command("bash", "-n", "demo.sh").CombinedOutput(); err != nil {
 		t.Errorf("bash -n demo.sh: %v\n%s", err, out)
+	}
+}
+
+// TestDemoShowsEveryKindActing runs the demo as `make demo` does, on a local control plane it
+// starts and stops (or one already up), and checks that it shows every kind acting: for the
+// ChaosAgent, one pod evicted, named in the agent's status and in its event, deployment/victim
+// Ready again with a new pod, the agent's verdict (Resilient after one disruption) and every
+// agent's last round. It needs the control plane and takes about a minute, so it runs only when
+// asked:
+//
+//	DEMO=1 go test ./cluster/local -run TestDemoShowsEveryKindActing -v
+func TestDemoShowsEveryKindActing(t *testing.T) {
+	if os.Getenv("DEMO") != "1" {
+		t.Skip("runs the demo on a local control plane; DEMO=1 runs it")
+	}
+	// Leave the demo time to stop what it started before the test binary's own timeout.
+	deadline := time.Now().Add(15 * time.Minute)
+	if d, ok := t.Deadline(); ok {
+		deadline = d.Add(-2 * time.Minute)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "./demo.sh")
+	cmd.Env = append(os.Environ(), "KEEP=")
+	// SIGTERM runs the demo's cleanup, which stops the provider and the control plane it started.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 2 * time.Minute
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	start := time.Now()
+	err := cmd.Run()
+	// say() prints its headings in bold.
+	got := regexp.MustCompile("\033\\[[0-9;]*m").ReplaceAllString(out.String(), "")
+	t.Logf("the demo took %v; its output:\n%s", time.Since(start).Round(time.Second), got)
+	if err != nil {
+		t.Fatalf("demo.sh: %v", err)
+	}
+	for _, c := range demoLines(t, got) {
+		if !regexp.MustCompile(`(?m)` + c.line).MatchString(got) {
+			t.Errorf("the demo did not show %s: no line matches %q", c.what, c.line)
+		}
+	}
+}
+
+// demoLines are the lines the demo prints of what each kind did; the ChaosAgent's name the pod it
+// shows evicted.
+func demoLines(t *testing.T, out string) []struct{ what, line string } {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^evicted pod (victim-[a-z0-9-]+) after \d+ ms$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatal(`the demo did not show the pod ChaosAgent tantrum evicted: no line "evicted pod victim-... after N ms"`)
+	}
+	pod := regexp.QuoteMeta(m[1])
+	return []struct{ what, line string }{
+		{"ImmortalContainer replacing its deleted pod", `^new pod [0-9a-f-]{36} after \d+ ms$`},
+		{"AppBundle reverting an edit", `^image restored to nginx:1\.21 after \d+ ms$`},
+		{"ConfigRollout rolling on a change", `^new ReplicaSet after \d+ ms$`},
+		{"CopyRule copying into a new namespace", `^copy in the new namespace after \d+ ms$`},
+		{"deployment/victim whole before the agent", `^deployment/victim: 2/2 ready, pods victim-\S+ victim-\S+$`},
+		{"the agent's event for the eviction", `^EvictPod\s+Evicted pod demo/` + pod + `$`},
+		{"deployment/victim whole again with a new pod", `^deployment/victim: 2/2 ready again after \d+ ms; new pod victim-[a-z0-9-]+$`},
+		{"the agent's verdict", `^verdict on Deployment demo/victim: Resilient, recovered from 1 of 1 disruptions, p50 [0-9.]+m?s, max [0-9.]+m?s$`},
+		{"the agent's one round, which evicted the pod", `^demo\s+tantrum\s+1\s+Acting\s+evicted pod demo/` + pod + `(;.*)?$`},
+		{"why the example agent princeedmund did nothing", `^demo\s+princeedmund\s+\S+\s+\S+\s+nothing happened: \S.*$`},
+		{"why the example agent baldrick did nothing", `^chaos-playground\s+baldrick\s+\S+\s+\S+\s+nothing happened: \S.*$`},
+		{"the end", `^== Done$`},
 	}
 }
