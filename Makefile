@@ -55,9 +55,9 @@ test: tools vet ## Run every test tier: unit + integration (envtest), a short fu
 	DEMO=1 go test -count=1 -v -run '^TestDemoShowsEveryKindActing$$' ./cluster/local
 
 .PHONY: test-unit
-test-unit: ## Run the unit and integration tests only (envtest).
+test-unit: ## Run the unit and integration tests (envtest): the edit-test loop, without make test's reliability tier.
 	cluster/local/build-tools.sh controlplane crank
-	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) ./...
+	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /test/reliability)
 
 .PHONY: e2e
 e2e: ## Run the e2e tests on a local control plane (started and stopped unless one is up), Crossplane core included.
