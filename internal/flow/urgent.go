@@ -91,13 +91,13 @@ func (q urgentQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Reques
 // with l the global limiter, for every request but urgent ones, which run at
 // once (their context marked, WithUrgent, so their requests skip the bound on
 // routine requests), and light ones, which draw from a bucket LightShare
-// times larger. The global limiter hands out its slots in
-// the order reconciles ask for them, and a controller's workers drain a queue
+// times larger. The global limiter hands out its slots in the order
+// reconciles ask for them, and a controller's workers drain a queue
 // of 10,000 new resources into slots up to 100 s ahead at the default rate,
 // so a change heard meanwhile would wait for all of them whatever its rank in
 // the queue. Urgent reconciles come from changes made in the cluster, whose
-// rate the limiter is not there to bound; the client's QPS limit and the
-// controller's workers still do.
+// rate the limiter is not there to bound; the controller's workers and the
+// API server's priority and fairness still do.
 //
 // light, when not nil, says whether the managed resource of a request is
 // Light as the cache holds it. A restart, a resync or a poll reconciles every
