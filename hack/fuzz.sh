@@ -23,6 +23,7 @@ TARGETS="
 ./internal/controller/configrollout/        FuzzWorkloadHash
 ./internal/controller/configrollout/        FuzzReadersIndex
 ./internal/controller/configrollout/        FuzzRuns
+./internal/controller/configrollout/        FuzzRolloutLimit
 ./internal/controller/copyrule/             FuzzSelectTargets
 ./internal/controller/copyrule/             FuzzCopyContent
 ./internal/controller/copyrule/             FuzzMakePlan

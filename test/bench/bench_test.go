@@ -195,6 +195,8 @@ func BenchmarkConfigRolloutChangeToTemplate(b *testing.B) {
 		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
 			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},
 			Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}},
+			// The benchmark rolls the Deployment once per iteration: the default rollout limit (5 within 10m) would hold it back.
+			RolloutLimit: &workloadv1alpha1.RolloutLimit{Rollouts: 1000, Within: &metav1.Duration{Duration: 10 * time.Second}},
 		}},
 	}
 	for _, o := range []client.Object{cm, d, cr} {

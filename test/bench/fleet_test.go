@@ -956,7 +956,10 @@ func configRolloutKind(auto bool) fleetKind {
 			}
 		},
 		mr: func(ns, name string, i int, _ *fleet) client.Object {
-			p := workloadv1alpha1.ConfigRolloutParameters{ConfigMaps: []workloadv1alpha1.SourceRef{{Name: fmt.Sprintf("conf-%d", i)}}}
+			p := workloadv1alpha1.ConfigRolloutParameters{ConfigMaps: []workloadv1alpha1.SourceRef{{Name: fmt.Sprintf("conf-%d", i)}},
+				// A probe's source changes every 5 s while the fleet converges:
+				// the default rollout limit (5 within 10m) would hold it back.
+				RolloutLimit: &workloadv1alpha1.RolloutLimit{Rollouts: 1000, Within: &metav1.Duration{Duration: 10 * time.Second}}}
 			if auto {
 				p.Auto = true
 			} else {

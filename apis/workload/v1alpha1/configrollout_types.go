@@ -101,6 +101,33 @@ type ConfigRolloutParameters struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	Windows []apisv1alpha1.TimeWindow `json:"windows,omitempty"`
+
+	// RolloutLimit bounds how often one workload rolls, so that a source
+	// rewritten again and again (a flapping job, a controller fight) cannot
+	// restart its workloads again and again. A workload rolled
+	// rolloutLimit.rollouts times within rolloutLimit.within waits until the
+	// oldest of those leaves the window, and then rolls once, to the
+	// configuration current then. Without it, 5 rollouts within 10m.
+	// +optional
+	RolloutLimit *RolloutLimit `json:"rolloutLimit,omitempty"`
+}
+
+// A RolloutLimit is how many times one workload may roll within a sliding
+// window.
+type RolloutLimit struct {
+	// Rollouts is how many times one workload may roll within the window.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Rollouts int32 `json:"rollouts,omitempty"`
+
+	// Within is the sliding window, between 10s and 24h.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$')",message="within is a duration such as 90s, 10m or 1h"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || (duration(self) >= duration('10s') && duration(self) <= duration('24h'))",message="within must be between 10s and 24h"
+	Within *metav1.Duration `json:"within,omitempty"`
 }
 
 // A RolloutStrategy rolls the workloads of a ConfigRollout in waves.
@@ -134,17 +161,20 @@ type RolloutStrategy struct {
 	ProgressDeadline *metav1.Duration `json:"progressDeadline,omitempty"`
 }
 
-// Phases of a staggered or windowed rollout, in status.atProvider.progress.phase.
+// Phases of a staggered, windowed or limited rollout, in
+// status.atProvider.progress.phase.
 const (
 	PhaseRolling          = "Rolling"
 	PhaseHalted           = "Halted"
 	PhaseWaitingForWindow = "WaitingForWindow"
+	PhaseLimited          = "Limited"
 	PhaseComplete         = "Complete"
 )
 
 // TypeProgressing is the condition of a ConfigRollout with a strategy or
-// windows: True while it rolls or once it has rolled everything, False
-// while it is halted or waits for a window.
+// windows, or whose rolloutLimit holds a workload back: True while it rolls
+// or once it has rolled everything, False while it is halted, waits for a
+// window or waits for the limit.
 const TypeProgressing xpv2.ConditionType = "Progressing"
 
 // Reasons of the Progressing condition.
@@ -153,6 +183,7 @@ const (
 	ReasonRolloutComplete          xpv2.ConditionReason = "RolloutComplete"
 	ReasonProgressDeadlineExceeded xpv2.ConditionReason = "ProgressDeadlineExceeded"
 	ReasonOutsideWindow            xpv2.ConditionReason = "OutsideWindow"
+	ReasonRolloutLimitReached      xpv2.ConditionReason = "RolloutLimitReached"
 )
 
 // An InFlightWorkload was rolled and is not available yet.
@@ -213,6 +244,16 @@ type RolloutProgress struct {
 	// workloads wait for it.
 	// +optional
 	WaitingUntil *metav1.Time `json:"waitingUntil,omitempty"`
+
+	// Limited counts the pending workloads that spec.forProvider.rolloutLimit
+	// holds back: each rolled as often as the limit allows within its window.
+	// +optional
+	Limited int64 `json:"limited,omitempty"`
+
+	// LimitedUntil is when the first of the workloads the limit holds back
+	// may roll again.
+	// +optional
+	LimitedUntil *metav1.Time `json:"limitedUntil,omitempty"`
 }
 
 // SourceHash is the hash of one source's content.
@@ -241,6 +282,11 @@ type RolledWorkload struct {
 	// LastRollout is when this ConfigRollout last rolled it.
 	// +optional
 	LastRollout *metav1.Time `json:"lastRollout,omitempty"`
+	// RecentRollouts are the times this ConfigRollout rolled it within
+	// spec.forProvider.rolloutLimit's window, oldest first, as of its last
+	// rollout: at most rolloutLimit.rollouts of them.
+	// +optional
+	RecentRollouts []metav1.Time `json:"recentRollouts,omitempty"`
 }
 
 // ConfigRolloutObservation is the observed state of a ConfigRollout.
@@ -269,7 +315,8 @@ type ConfigRolloutObservation struct {
 	// +optional
 	Rollouts int64 `json:"rollouts,omitempty"`
 
-	// Progress of the rollout, with spec.forProvider.strategy or windows.
+	// Progress of the rollout, with spec.forProvider.strategy or windows, or
+	// while spec.forProvider.rolloutLimit holds a workload back.
 	// +optional
 	Progress *RolloutProgress `json:"progress,omitempty"`
 }

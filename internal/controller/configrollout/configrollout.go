@@ -273,6 +273,7 @@ func (e *external) compare(ctx context.Context, cr *v1alpha1.ConfigRollout, ws [
 		}
 		want := e.want(cr, w, o.Hash)
 		rec := recorded[key]
+		recent := rec.RecentRollouts
 		carried, baseline, adopted := runs(w.templateHash(), w.Lock == cr.GetName(), rec, want, o.Hash, complete && !cr.Spec.ForProvider.RollOnAdoption)
 		if adopted {
 			followed = append(followed, fmt.Sprintf("%s %q", w.Kind, w.Name))
@@ -288,8 +289,9 @@ func (e *external) compare(ctx context.Context, cr *v1alpha1.ConfigRollout, ws [
 			now := metav1.NewTime(e.now())
 			o.Rollouts++
 			last[key] = &now
+			recent = remember(recent, now, limitOf(cr.Spec.ForProvider))
 		}
-		o.Workloads = append(o.Workloads, v1alpha1.RolledWorkload{Kind: w.Kind, Name: w.Name, Hash: carried, Baseline: baseline, LastRollout: last[key]})
+		o.Workloads = append(o.Workloads, v1alpha1.RolledWorkload{Kind: w.Kind, Name: w.Name, Hash: carried, Baseline: baseline, LastRollout: last[key], RecentRollouts: recent})
 		if !upToDate(carried, want, o.Hash) {
 			pending[key] = true
 		}
@@ -354,6 +356,7 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ConfigRollout) (mana
 		}
 		now := metav1.NewTime(e.now())
 		w.Hash, w.LastRollout, w.Baseline = want, &now, false
+		w.RecentRollouts = remember(w.RecentRollouts, now, limitOf(cr.Spec.ForProvider))
 		o.Rollouts++
 		e.record.Event(cr, event.Normal(reasonRolled, fmt.Sprintf("Rolled %s %q: its configuration changed (hash %s)", w.Kind, w.Name, want)))
 	}

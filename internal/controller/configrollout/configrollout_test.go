@@ -210,6 +210,34 @@ func TestObserve(t *testing.T) {
 				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: "old"}},
 			},
 		},
+		"Limited": {
+			reason: "A workload rolled as often as the rollout limit allows within its window is not rolled: up to date, not Ready, saying when it rolls.",
+			cr: rollout(func(cr *v1alpha1.ConfigRollout) {
+				cr.Spec.ForProvider.RolloutLimit = &v1alpha1.RolloutLimit{Rollouts: 2, Within: &metav1.Duration{Duration: time.Minute}}
+				cr.Status.AtProvider.Workloads = []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: "old", RecentRollouts: []metav1.Time{{Time: testNow.Add(-40 * time.Second)}, {Time: testNow.Add(-10 * time.Second)}}}}
+			}),
+			objs: []client.Object{configMap(), deployment("api", "old", "conf")},
+			want: want{
+				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+				ready:     corev1.ConditionFalse,
+				message:   "1 workloads rolled 2 times within 1m0s, the rolloutLimit: the first rolls again, to the configuration current then, at 2026-03-02T12:00:20Z (0 rolled, 0 in flight, 1 pending)",
+				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: "old", RecentRollouts: []metav1.Time{{Time: testNow.Add(-40 * time.Second)}, {Time: testNow.Add(-10 * time.Second)}}}},
+			},
+		},
+		"LimitReleased": {
+			reason: "Once the oldest counted rollout has left the window, the workload rolls.",
+			cr: rollout(func(cr *v1alpha1.ConfigRollout) {
+				cr.Spec.ForProvider.RolloutLimit = &v1alpha1.RolloutLimit{Rollouts: 2, Within: &metav1.Duration{Duration: time.Minute}}
+				cr.Status.AtProvider.Workloads = []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: "old", RecentRollouts: []metav1.Time{{Time: testNow.Add(-60 * time.Second)}, {Time: testNow.Add(-10 * time.Second)}}}}
+			}),
+			objs: []client.Object{configMap(), deployment("api", "old", "conf")},
+			want: want{
+				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
+				ready:     corev1.ConditionFalse,
+				message:   "1 workloads to roll",
+				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: "old", RecentRollouts: []metav1.Time{{Time: testNow.Add(-60 * time.Second)}, {Time: testNow.Add(-10 * time.Second)}}}},
+			},
+		},
 		"Rolled": {
 			reason: "A workload that carries the hash of all sources is current: Ready.",
 			cr:     rollout(),
@@ -219,7 +247,7 @@ func TestObserve(t *testing.T) {
 				ready: corev1.ConditionTrue,
 				// Our lock on it says the hash it carries is ours: a rollout
 				// whose status write was lost is counted.
-				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: allHash(), LastRollout: &metav1.Time{Time: testNow}}},
+				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: allHash(), LastRollout: &metav1.Time{Time: testNow}, RecentRollouts: []metav1.Time{{Time: testNow}}}},
 			},
 		},
 		"CronJobToRoll": {
@@ -244,7 +272,7 @@ func TestObserve(t *testing.T) {
 			want: want{
 				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				ready:     corev1.ConditionTrue,
-				workloads: []v1alpha1.RolledWorkload{{Kind: KindCronJob, Name: "nightly", Hash: allHash(), LastRollout: &metav1.Time{Time: testNow}}},
+				workloads: []v1alpha1.RolledWorkload{{Kind: KindCronJob, Name: "nightly", Hash: allHash(), LastRollout: &metav1.Time{Time: testNow}, RecentRollouts: []metav1.Time{{Time: testNow}}}},
 			},
 		},
 		"AutoKeyRead": {
@@ -256,7 +284,7 @@ func TestObserve(t *testing.T) {
 			want: want{
 				obs:       managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
 				ready:     corev1.ConditionTrue,
-				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: portHash(), LastRollout: &metav1.Time{Time: testNow}}},
+				workloads: []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "api", Hash: portHash(), LastRollout: &metav1.Time{Time: testNow}, RecentRollouts: []metav1.Time{{Time: testNow}}}},
 			},
 		},
 		"AutoCarriesAll": {

@@ -34,6 +34,7 @@ const (
 	reasonHalted           event.Reason = "RolloutHalted"
 	reasonResumed          event.Reason = "RolloutResumed"
 	reasonWaitingForWindow event.Reason = "WaitingForWindow"
+	reasonLimited          event.Reason = "RolloutLimited"
 )
 
 // recheck bounds the wait for an in-flight workload to settle. On the
@@ -53,17 +54,21 @@ type gate struct {
 }
 
 // planWave works out, after Observe has compared every selected workload's
-// hash, where a staggered or windowed rollout stands and what it rolls now,
-// into status.atProvider.progress and the Progressing condition. pending
-// holds the "Kind/name" of the workloads that do not carry their hash. It
-// does nothing (and Update rolls every pending workload) without a strategy
-// and windows.
+// hash, where a staggered, windowed or limited rollout stands and what it
+// rolls now, into status.atProvider.progress and the Progressing condition.
+// pending holds the "Kind/name" of the workloads that do not carry their
+// hash. It does nothing (and Update rolls every pending workload) without a
+// strategy and windows while the rollout limit holds no pending workload back.
 func (e *external) planWave(cr *v1alpha1.ConfigRollout, ws []workload, pending map[string]bool) error {
 	e.gate = nil
 	p := cr.Spec.ForProvider
 	o := &cr.Status.AtProvider
 	nn := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
-	if p.Strategy == nil && len(p.Windows) == 0 {
+	now := e.now()
+	held := limited(o.Workloads, pending, limitOf(p), now)
+	// A rollout the limit held back plans once more when released, to say so.
+	wasLimited := o.Progress != nil && o.Progress.Phase == v1alpha1.PhaseLimited
+	if p.Strategy == nil && len(p.Windows) == 0 && len(held) == 0 && !wasLimited {
 		o.Progress = nil
 		e.waiting.set(nn, nil)
 		return nil
@@ -72,7 +77,6 @@ func (e *external) planWave(cr *v1alpha1.ConfigRollout, ws []workload, pending m
 	if err != nil {
 		return err
 	}
-	now := e.now()
 	prev := o.Progress
 	pr := &v1alpha1.RolloutProgress{Hash: o.Hash}
 	if prev != nil && prev.Hash == o.Hash && prev.StartedAt != nil {
@@ -84,23 +88,7 @@ func (e *external) planWave(cr *v1alpha1.ConfigRollout, ws []workload, pending m
 		pr.StartedAt = &t
 	}
 
-	objects := make(map[string]client.Object, len(ws))
-	for _, w := range ws {
-		objects[workloadKey(w.Kind, w.Name)] = w.Object
-	}
-	cs := make([]Candidate, 0, len(o.Workloads))
-	for _, w := range o.Workloads {
-		k := workloadKey(w.Kind, w.Name)
-		c := Candidate{Kind: w.Kind, Name: w.Name, Pending: pending[k], Settled: true}
-		if obj := objects[k]; obj != nil {
-			c.Settled = Settled(obj)
-		}
-		if w.LastRollout != nil && !w.LastRollout.Before(pr.StartedAt) {
-			t := w.LastRollout.Time
-			c.RolledAt = &t
-		}
-		cs = append(cs, c)
-	}
+	cs := candidates(o.Workloads, ws, pending, held, pr.StartedAt)
 	if len(p.Workloads) == 0 {
 		rolloutOrder(cs)
 	}
@@ -126,6 +114,13 @@ func (e *external) planWave(cr *v1alpha1.ConfigRollout, ws []workload, pending m
 		t := metav1.NewTime(window.Next(windows, now))
 		pr.WaitingUntil = &t
 	}
+	pr.Limited = int64(len(wv.Limited))
+	for _, c := range wv.Limited {
+		if pr.LimitedUntil == nil || c.HeldUntil.Before(pr.LimitedUntil.Time) {
+			t := metav1.NewTime(*c.HeldUntil)
+			pr.LimitedUntil = &t
+		}
+	}
 	if wv.Halted != nil {
 		h := wv.Halted
 		// No elapsed time in the message: it would change, and be written, on
@@ -137,6 +132,52 @@ func (e *external) planWave(cr *v1alpha1.ConfigRollout, ws []workload, pending m
 
 	e.waitFor(cr, wv.InFlight)
 	return nil
+}
+
+// candidates are the followed workloads as NextWave sees them: pending or
+// not, settled, rolled by the rollout that started at started, held back by
+// the rollout limit.
+func candidates(rolled []v1alpha1.RolledWorkload, ws []workload, pending map[string]bool, held map[string]time.Time, started *metav1.Time) []Candidate {
+	objects := make(map[string]client.Object, len(ws))
+	for _, w := range ws {
+		objects[workloadKey(w.Kind, w.Name)] = w.Object
+	}
+	cs := make([]Candidate, 0, len(rolled))
+	for _, w := range rolled {
+		k := workloadKey(w.Kind, w.Name)
+		c := Candidate{Kind: w.Kind, Name: w.Name, Pending: pending[k], Settled: true}
+		if obj := objects[k]; obj != nil {
+			c.Settled = Settled(obj)
+		}
+		if w.LastRollout != nil && !w.LastRollout.Before(started) {
+			t := w.LastRollout.Time
+			c.RolledAt = &t
+		}
+		if t, ok := held[k]; ok {
+			c.HeldUntil = &t
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// limited are the pending workloads, by "Kind/name", that the rollout limit
+// holds back now, with when each may roll again.
+func limited(ws []v1alpha1.RolledWorkload, pending map[string]bool, l Limit, now time.Time) map[string]time.Time {
+	var out map[string]time.Time
+	for _, w := range ws {
+		k := workloadKey(w.Kind, w.Name)
+		if !pending[k] || len(w.RecentRollouts) < l.Rollouts {
+			continue
+		}
+		if t, ok := HeldUntil(times(w.RecentRollouts), l, now); ok {
+			if out == nil {
+				out = map[string]time.Time{}
+			}
+			out[k] = t
+		}
+	}
+	return out
 }
 
 // waitFor makes the status events of the given workloads reconcile this
@@ -178,6 +219,11 @@ func (e *external) setProgress(cr *v1alpha1.ConfigRollout, prev *v1alpha1.Rollou
 		pr.Phase = v1alpha1.PhaseWaitingForWindow
 		c.Status, c.Reason = corev1.ConditionFalse, v1alpha1.ReasonOutsideWindow
 		c.Message = fmt.Sprintf("%d workloads wait for the rollout window that opens at %s (%s)", pr.Pending, pr.WaitingUntil.UTC().Format(time.RFC3339), counts)
+	case pr.Limited > 0 && pr.Limited == pr.Pending && len(pr.InFlight) == 0:
+		pr.Phase = v1alpha1.PhaseLimited
+		c.Status, c.Reason = corev1.ConditionFalse, v1alpha1.ReasonRolloutLimitReached
+		l := limitOf(cr.Spec.ForProvider)
+		c.Message = fmt.Sprintf("%d workloads rolled %d times within %s, the rolloutLimit: the first rolls again, to the configuration current then, at %s (%s)", pr.Limited, l.Rollouts, l.Within, pr.LimitedUntil.UTC().Format(time.RFC3339), counts)
 	case pr.Pending > 0 || len(pr.InFlight) > 0:
 		pr.Phase = v1alpha1.PhaseRolling
 		c.Reason, c.Message = v1alpha1.ReasonRolling, counts
@@ -198,6 +244,10 @@ func (e *external) setProgress(cr *v1alpha1.ConfigRollout, prev *v1alpha1.Rollou
 		e.record.Event(cr, event.Normal(reasonResumed, "The rollout resumed: "+counts))
 	case pr.Phase == v1alpha1.PhaseWaitingForWindow && was != v1alpha1.PhaseWaitingForWindow:
 		e.record.Event(cr, event.Normal(reasonWaitingForWindow, c.Message))
+	case pr.Phase == v1alpha1.PhaseLimited && was != v1alpha1.PhaseLimited:
+		e.record.Event(cr, event.Warning(reasonLimited, fmt.Errorf("%s", c.Message)))
+	case was == v1alpha1.PhaseLimited && pr.Phase != v1alpha1.PhaseLimited:
+		e.record.Event(cr, event.Normal(reasonResumed, "The rollout resumed: "+counts))
 	}
 }
 
@@ -248,14 +298,24 @@ func (e *external) rolledWave(cr *v1alpha1.ConfigRollout) {
 	cr.SetConditions(xpv2.Available())
 }
 
-// progressDue is when a staggered or windowed rollout should look again
-// without an event: when its window opens, or while a workload is in flight,
-// at its deadline and at most recheck from now.
+// progressDue is when a staggered, windowed or limited rollout should look
+// again without an event: when its window opens, when the rollout limit lets
+// a held-back workload roll, or while a workload is in flight, at its
+// deadline and at most recheck from now.
 func progressDue(cr *v1alpha1.ConfigRollout, now time.Time) (time.Time, bool) {
 	pr := cr.Status.AtProvider.Progress
 	if pr == nil {
 		return time.Time{}, false
 	}
+	due, ok := phaseDue(cr, pr, now)
+	if l := pr.LimitedUntil; l != nil && (!ok || l.Before(&metav1.Time{Time: due})) {
+		return l.Time, true
+	}
+	return due, ok
+}
+
+// phaseDue is progressDue for the phase alone.
+func phaseDue(cr *v1alpha1.ConfigRollout, pr *v1alpha1.RolloutProgress, now time.Time) (time.Time, bool) {
 	switch pr.Phase {
 	case v1alpha1.PhaseWaitingForWindow:
 		if pr.WaitingUntil != nil {

@@ -21,6 +21,9 @@ type Candidate struct {
 	// Settled is true when its controller has rolled its pods out and they
 	// are available (settled).
 	Settled bool
+	// HeldUntil is when the rollout limit lets it roll again; nil when it
+	// may roll now.
+	HeldUntil *time.Time
 }
 
 // Key is the candidate's "Kind/name".
@@ -42,6 +45,8 @@ type Wave struct {
 	Halted *Candidate
 	// Pending are the workloads still to roll, in order, Roll included.
 	Pending []Candidate
+	// Limited are the pending workloads the rollout limit holds back.
+	Limited []Candidate
 	// Rolled counts the workloads that carry the hash and are not in flight.
 	Rolled int
 }
@@ -52,13 +57,20 @@ type Wave struct {
 // been in flight for the deadline or longer the rollout is halted and rolls
 // nothing, and otherwise the first pending workloads roll, up to
 // MaxConcurrent in flight. Nothing rolls while open is false (outside every
-// rollout window). cs is in rollout order.
+// rollout window). A pending workload the rollout limit holds back is
+// passed over, and the next one rolls in its place. cs is in rollout order.
 func NextWave(cs []Candidate, s *Stagger, open bool, now time.Time) Wave {
 	var w Wave
+	var rollable []Candidate
 	for _, c := range cs {
 		switch {
 		case c.Pending:
 			w.Pending = append(w.Pending, c)
+			if c.HeldUntil != nil && c.HeldUntil.After(now) {
+				w.Limited = append(w.Limited, c)
+			} else {
+				rollable = append(rollable, c)
+			}
 		case s != nil && c.RolledAt != nil && !c.Settled:
 			w.InFlight = append(w.InFlight, c)
 		default:
@@ -77,11 +89,11 @@ func NextWave(cs []Candidate, s *Stagger, open bool, now time.Time) Wave {
 	switch {
 	case !open || w.Halted != nil:
 	case s == nil:
-		w.Roll = w.Pending
+		w.Roll = rollable
 	default:
 		slots := max(s.MaxConcurrent, 1) - len(w.InFlight)
 		if slots > 0 {
-			w.Roll = w.Pending[:min(slots, len(w.Pending))]
+			w.Roll = rollable[:min(slots, len(rollable))]
 		}
 	}
 	return w

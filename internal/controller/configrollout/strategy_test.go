@@ -33,11 +33,16 @@ func TestNextWave(t *testing.T) {
 	done := func(n string, ago time.Duration) Candidate {
 		return Candidate{Kind: KindDeployment, Name: n, RolledAt: at(-ago), Settled: true}
 	}
+	held := func(n string, until time.Duration) Candidate {
+		c := pending(n)
+		c.HeldUntil = at(until)
+		return c
+	}
 	type want struct {
-		roll, inFlight []string
-		halted         string
-		pending        int
-		rolled         int
+		roll, inFlight, limited []string
+		halted                  string
+		pending                 int
+		rolled                  int
 	}
 	cases := map[string]struct {
 		reason string
@@ -105,6 +110,18 @@ func TestNextWave(t *testing.T) {
 			s:      &Stagger{Deadline: time.Minute}, open: true,
 			want: want{roll: []string{"a"}, pending: 2},
 		},
+		"LimitedPassedOver": {
+			reason: "A pending workload the rollout limit holds back does not roll; the next one rolls in its place.",
+			cs:     []Candidate{held("a", time.Minute), pending("b"), pending("c")},
+			s:      &Stagger{MaxConcurrent: 1, Deadline: time.Minute}, open: true,
+			want: want{roll: []string{"b"}, pending: 3, limited: []string{"a"}},
+		},
+		"LimitedWithoutStrategy": {
+			reason: "Without a strategy every pending workload but those held back rolls.",
+			cs:     []Candidate{held("a", time.Minute), pending("b"), held("c", -time.Second)},
+			open:   true,
+			want:   want{roll: []string{"b", "c"}, pending: 3, limited: []string{"a"}},
+		},
 		"Complete": {
 			reason: "Nothing pending and nothing in flight: complete.",
 			cs:     []Candidate{done("a", time.Hour), done("b", time.Hour)},
@@ -115,7 +132,7 @@ func TestNextWave(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			w := NextWave(tc.cs, tc.s, tc.open, t0)
-			got := want{roll: candidateNames(w.Roll), inFlight: candidateNames(w.InFlight), pending: len(w.Pending), rolled: w.Rolled}
+			got := want{roll: candidateNames(w.Roll), inFlight: candidateNames(w.InFlight), limited: candidateNames(w.Limited), pending: len(w.Pending), rolled: w.Rolled}
 			if w.Halted != nil {
 				got.halted = w.Halted.Name
 			}
@@ -224,6 +241,11 @@ func FuzzNextWave(f *testing.F) {
 			if b%2 == 1 {
 				c.RolledAt = at(-time.Duration(b) * time.Second)
 			}
+			if b%7 == 0 {
+				// Held back by the rollout limit until a little later, or
+				// released a little earlier.
+				c.HeldUntil = at(time.Duration(int(b)-128) * time.Second)
+			}
 			cs = append(cs, c)
 		}
 		w := NextWave(cs, s, open, t0)
@@ -236,9 +258,18 @@ func FuzzNextWave(f *testing.F) {
 		if s != nil && len(w.Roll) > 0 && len(w.Roll)+len(w.InFlight) > max(s.MaxConcurrent, 1) {
 			t.Fatalf("%d rolling with maxConcurrent %d", len(w.Roll)+len(w.InFlight), s.MaxConcurrent)
 		}
+		var free []Candidate
+		for _, c := range w.Pending {
+			if c.HeldUntil == nil || !c.HeldUntil.After(t0) {
+				free = append(free, c)
+			}
+		}
+		if len(free)+len(w.Limited) != len(w.Pending) {
+			t.Fatalf("%d free and %d limited of %d pending", len(free), len(w.Limited), len(w.Pending))
+		}
 		for i, c := range w.Roll {
-			if !c.Pending || w.Pending[i] != c {
-				t.Fatalf("rolled %+v, not the next pending workload", c)
+			if !c.Pending || free[i] != c {
+				t.Fatalf("rolled %+v, not the next pending workload the limit lets roll", c)
 			}
 		}
 		if w.Halted != nil && t0.Sub(*w.Halted.RolledAt) < s.Deadline {

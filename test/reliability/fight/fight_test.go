@@ -184,6 +184,8 @@ func TestFightOverRolloutAnnotation(t *testing.T) {
 		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
 			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},
 			Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: configrollout.KindDeployment, Name: "web"}},
+			// Each restore of the fought hash rolls web again (21 rolls): the default rollout limit (5 within 10m) would hold it back.
+			RolloutLimit: &workloadv1alpha1.RolloutLimit{Rollouts: 1000, Within: &metav1.Duration{Duration: 10 * time.Second}},
 		}},
 	}
 	create(t, cr)
