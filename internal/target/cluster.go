@@ -37,6 +37,20 @@ type Cluster struct {
 
 	// Reach decides which namespaces the managed resource may act in.
 	Reach reach.Policy
+
+	// health is whether a remote cluster's API server answers; nil on the
+	// provider's own cluster.
+	health *health
+}
+
+// Reachable returns nil unless the cluster's API server stopped answering,
+// and then an *Unreachable error at once: only one caller at a time, once the
+// backoff allows, probes it again.
+func (c *Cluster) Reachable(ctx context.Context) error {
+	if c.health == nil {
+		return nil
+	}
+	return c.health.check(ctx)
 }
 
 // CheckNamespace returns nil when a managed resource in namespace own may act in

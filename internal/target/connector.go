@@ -23,5 +23,10 @@ func (c *Connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternal
 	if err != nil {
 		return nil, err
 	}
+	// A cluster that stopped answering fails here, at once, with the reason:
+	// its managed resources retry with backoff and hold no worker meanwhile.
+	if err := cl.Reachable(ctx); err != nil {
+		return nil, err
+	}
 	return c.NewClient(cl, c.Recorder, mg), nil
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -257,11 +260,18 @@ func (r *Resolver) remoteCluster(ctx context.Context, rc *resolvedConfig) (*Clus
 	if err != nil {
 		return nil, errors.Errorf("key %q of Secret %s (used by %s) does not hold a valid kubeconfig", rc.secretKey, rc.secretRef, rc.display)
 	}
+	// Every client and watch of the cluster shares one health, through the
+	// config's transport.
+	h := newHealth(rc.display, r.now)
+	cfg.Wrap(h.wrap)
 	cli, err := r.newClient(cfg)
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot create a client from the kubeconfig of %s", rc.display)
 	}
-	cl := &Cluster{ID: fmt.Sprintf("%s@%x", rc.display, digest[:8]), Client: cli, Config: cfg}
+	if h.probe, err = prober(cfg); err != nil {
+		return nil, errors.Wrapf(err, "cannot create a client from the kubeconfig of %s", rc.display)
+	}
+	cl := &Cluster{ID: fmt.Sprintf("%s@%x", rc.display, digest[:8]), Client: cli, Config: cfg, health: h}
 	r.remote[key] = &remoteEntry{uid: uid, generation: gen, digest: digest, checked: r.now(), cluster: cl}
 	c := *cl
 	c.Reach = rc.reach
@@ -281,6 +291,33 @@ func (r *Resolver) kubeconfig(ctx context.Context, rc *resolvedConfig) ([]byte, 
 		return nil, errors.Errorf("Secret %s has no key %q, which credentials.secretRef of %s names", rc.secretRef, rc.secretKey, rc.display)
 	}
 	return data, nil
+}
+
+// prober asks a cluster's API server for /readyz: any answer, an error
+// status included, shows it is there.
+func prober(cfg *rest.Config) (func(context.Context) error, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	u, _, err := rest.DefaultServerUrlFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/readyz"
+	readyz := u.String()
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyz, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.Body.Close()
+	}, nil
 }
 
 func (r *Resolver) newClient(cfg *rest.Config) (client.Client, error) {

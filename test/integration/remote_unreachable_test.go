@@ -1,0 +1,301 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+// A partition is a TCP proxy in front of an API server that can go dark as a
+// network partition does: nothing it holds or accepts is forwarded, and no
+// connection is refused or reset, so only timeouts notice.
+type partition struct {
+	ln       net.Listener
+	upstream string
+	dark     atomic.Bool
+	accepted atomic.Int64
+
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newPartition(t *testing.T, upstream string) *partition {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &partition{ln: ln, upstream: upstream}
+	t.Cleanup(func() { _ = ln.Close(); p.cut() })
+	go p.serve()
+	return p
+}
+
+func (p *partition) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.accepted.Add(1)
+		p.mu.Lock()
+		p.conns = append(p.conns, c)
+		p.mu.Unlock()
+		if p.dark.Load() {
+			continue // held, never answered
+		}
+		go p.forward(c)
+	}
+}
+
+func (p *partition) forward(c net.Conn) {
+	u, err := net.Dial("tcp", p.upstream)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns = append(p.conns, u)
+	p.mu.Unlock()
+	pipe := func(dst, src net.Conn) {
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := src.Read(buf)
+			for p.dark.Load() {
+				// Frozen: what was sent is never delivered.
+				time.Sleep(50 * time.Millisecond)
+			}
+			if n > 0 {
+				if _, werr := dst.Write(buf[:n]); werr != nil {
+					return
+				}
+			}
+			if err != nil {
+				_ = dst.Close()
+				return
+			}
+		}
+	}
+	go pipe(u, c)
+	pipe(c, u)
+}
+
+// cut closes every connection the proxy holds.
+func (p *partition) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = nil
+}
+
+// heal ends the partition: the connections frozen in it are reset, as a
+// stateful middlebox that lost them would, and new ones are forwarded.
+func (p *partition) heal() {
+	p.dark.Store(false)
+	p.cut()
+}
+
+// TestRemoteClusterGoesDark runs CopyRules that copy on a remote cluster
+// behind a partition, next to a CopyRule on the provider's own cluster, and
+// makes the remote cluster go dark while every remote rule is being
+// reconciled: the local rule goes on acting on changes, the remote rules
+// report Synced=False with the reason and retry without a connection each,
+// nothing is deleted, and once the partition heals a change made on the
+// remote cluster meanwhile reaches its copy.
+func TestRemoteClusterGoesDark(t *testing.T) {
+	ctx := context.Background()
+	remote, err := testenv.Start(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = remote.Stop() })
+	server, err := url.Parse(remote.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newPartition(t, server.Host)
+	kc := proxiedKubeconfig(t, remote, p.ln.Addr().String())
+
+	home := env.Namespace(t, "dark-home", nil)
+	cpc := "dark-" + home
+	create(t,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: "remote-kubeconfig"}, Data: map[string][]byte{"kubeconfig": kc}},
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: cpc}, Spec: v1alpha1.ClusterProviderConfigSpec{
+			Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceSecret, SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Name: "remote-kubeconfig", Namespace: home}, Key: "kubeconfig"}},
+			Reach:       &v1alpha1.Reach{Namespaces: []string{"far-*"}},
+		}})
+	t.Cleanup(func() {
+		_ = env.Client.Delete(ctx, &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: cpc}})
+	})
+
+	// More remote rules than the provider has workers for the kind (50 in
+	// these tests): if each held one while the cluster is dark, the local rule
+	// would wait.
+	const n = 60
+	rules := remoteRules(t, remote, home, cpc, n)
+	for i := range n {
+		remoteCopyHolds(t, remote, fmt.Sprintf("conf-%d", i), "v1")
+	}
+	local := env.Namespace(t, "copy-dark-src", nil)
+	localTarget := env.Namespace(t, "copy-dark", nil)
+	create(t, configMap(local, "conf", map[string]string{"k": "v1"}, nil))
+	lr := copyRule(t, local, "local", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{localTarget}})
+	settled(t, lr)
+	copyHolds(t, localTarget, "conf", map[string]string{"k": "v1"})
+
+	// Dark, while every remote rule is reconciled (a spec change, as a poll
+	// would make).
+	p.dark.Store(true)
+	for _, r := range rules {
+		env.Update(t, r, func() { r.Spec.ForProvider.MaxParallelWrites = 5 })
+	}
+	darkAt := time.Now()
+	// A change on the remote cluster while it is dark for the provider.
+	src := &corev1.ConfigMap{}
+	if err := remote.Client.Get(ctx, types.NamespacedName{Namespace: home, Name: "conf-0"}, src); err != nil {
+		t.Fatal(err)
+	}
+	src.Data["k"] = "v2"
+	if err := remote.Client.Update(ctx, src); err != nil {
+		t.Fatal(err)
+	}
+
+	// The local rule keeps acting: its change is copied while the remote
+	// rules wait for the dark cluster.
+	patchData(t, local, "conf", "v2")
+	start := time.Now()
+	copyHolds(t, localTarget, "conf", map[string]string{"k": "v2"})
+	t.Logf("a local change copied %s after the remote cluster went dark, in %s", start.Sub(darkAt).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
+	// Once, while the remote rules' requests wait: the 3 s stall and the 3 s
+	// probe that find the cluster dark, and then a reconcile.
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("a local change took %s to copy when the remote cluster went dark, want at most 10 s", d)
+	}
+
+	// Every remote rule says why it does not sync.
+	testenv.Eventually(t, 45*time.Second, "every remote rule to report the dark cluster", func(ctx context.Context) (bool, error) {
+		for _, r := range rules {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
+				return false, err
+			}
+			c := r.GetCondition(xpv2.TypeSynced)
+			if c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "unreachable since") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	t.Logf("every remote rule reported Synced=False %s after the cluster went dark", time.Since(darkAt).Round(time.Second))
+	// Retries take no connection each: probes and watches back off.
+	mark := p.accepted.Load()
+	time.Sleep(20 * time.Second)
+	if got := p.accepted.Load() - mark; got > n/2 {
+		t.Errorf("%d connections to the dark cluster in 20 s from %d rules, want fewer than %d", got, n, n/2)
+	}
+	// A local change is acted on at once again.
+	patchData(t, local, "conf", "v3")
+	start = time.Now()
+	copyHolds(t, localTarget, "conf", map[string]string{"k": "v3"})
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("a local change took %s to copy while the remote cluster was dark", d)
+	}
+
+	// Healed: the change made meanwhile reaches its copy within a minute, and
+	// every other copy is still there.
+	p.heal()
+	healed := time.Now()
+	testenv.Eventually(t, time.Minute, "the change made while dark to reach its copy", func(ctx context.Context) (bool, error) {
+		cm := &corev1.ConfigMap{}
+		err := remote.Client.Get(ctx, types.NamespacedName{Namespace: "far-away", Name: "conf-0"}, cm)
+		return err == nil && cm.Data["k"] == "v2", nil
+	})
+	t.Logf("converged %s after the partition healed", time.Since(healed).Round(time.Second))
+	for i := 1; i < n; i++ {
+		remoteCopyHolds(t, remote, fmt.Sprintf("conf-%d", i), "v1")
+	}
+}
+
+// proxiedKubeconfig is an admin kubeconfig of remote that reaches it through
+// addr.
+func proxiedKubeconfig(t *testing.T, remote *testenv.Env, addr string) []byte {
+	t.Helper()
+	raw, err := remote.Kubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.Load(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cfg.Clusters {
+		c.Server = "https://" + addr
+	}
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// remoteRules makes n CopyRules in namespace home, each copying ConfigMap
+// conf-<i> of namespace home on the remote cluster into its namespace
+// far-away.
+func remoteRules(t *testing.T, remote *testenv.Env, home, cpc string, n int) []*copyv1alpha1.CopyRule {
+	t.Helper()
+	ctx := context.Background()
+	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: home}}, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "far-away"}}} {
+		if err := remote.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rules []*copyv1alpha1.CopyRule
+	for i := range n {
+		name := fmt.Sprintf("conf-%d", i)
+		if err := remote.Client.Create(ctx, configMap(home, name, map[string]string{"k": "v1"}, nil)); err != nil {
+			t.Fatal(err)
+		}
+		r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: name}}
+		r.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: cpc}
+		r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{name}, Namespaces: []string{"far-away"}, ConflictPolicy: copyv1alpha1.ConflictSkip, MaxParallelWrites: 4}
+		create(t, r)
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+func remoteCopyHolds(t *testing.T, remote *testenv.Env, name, v string) {
+	t.Helper()
+	testenv.Eventually(t, wait, "the remote copy "+name+" to hold "+v, func(ctx context.Context) (bool, error) {
+		cm := &corev1.ConfigMap{}
+		err := remote.Client.Get(ctx, types.NamespacedName{Namespace: "far-away", Name: name}, cm)
+		return err == nil && cm.Data["k"] == v, nil
+	})
+}
+
+func patchData(t *testing.T, ns, name, v string) {
+	t.Helper()
+	p := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"data":{"k":%q}}`, v))
+	if err := env.Client.Patch(context.Background(), configMap(ns, name, nil, nil), p); err != nil {
+		t.Fatal(err)
+	}
+}
