@@ -187,9 +187,11 @@ func TestRemoteClusterGoesDark(t *testing.T) {
 	copyHolds(t, localTarget, "conf", map[string]string{"k": "v2"})
 	t.Logf("a local change copied %s after the remote cluster went dark, in %s", start.Sub(darkAt).Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	// Once, while the remote rules' requests wait: the 3 s stall and the 3 s
-	// probe that find the cluster dark, and then a reconcile.
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("a local change took %s to copy when the remote cluster went dark, want at most 10 s", d)
+	// probe that find the cluster dark, and then a reconcile (7 s measured;
+	// the bound leaves room for a loaded machine, and is a quarter of the
+	// reconcile timeout a dark request would otherwise hold a worker for).
+	if d := time.Since(start); d > 15*time.Second {
+		t.Errorf("a local change took %s to copy when the remote cluster went dark, want at most 15 s", d)
 	}
 
 	// Every remote rule says why it does not sync.
@@ -209,7 +211,9 @@ func TestRemoteClusterGoesDark(t *testing.T) {
 	// Retries take no connection each: probes and watches back off.
 	mark := p.accepted.Load()
 	time.Sleep(20 * time.Second)
-	if got := p.accepted.Load() - mark; got > n/2 {
+	got := p.accepted.Load() - mark
+	t.Logf("%d connections to the dark cluster in 20 s", got)
+	if got > n/2 {
 		t.Errorf("%d connections to the dark cluster in 20 s from %d rules, want fewer than %d", got, n, n/2)
 	}
 	// A local change is acted on at once again.
