@@ -118,6 +118,14 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(h happening, objs .
 			notify(h, o)
 		},
 		UpdateFunc: func(was, is any) {
+			// Without a resync period, an update at the version already held
+			// is a relist (after a watch history was compacted away, or the
+			// API server restarted) delivering what did not change: no owner
+			// has anything to do, and at fleet size every owner of a shared
+			// watch would be reconciled for it.
+			if sameVersion(was, is) {
+				return
+			}
 			// A watch that keeps labels is read for them: an update that
 			// changes neither them nor the deletion mark, such as a terminating
 			// namespace's status, concerns no owner. Every owner of the

@@ -90,3 +90,11 @@ func sameLabelsAndDeletion(was, is any) bool {
 	}
 	return maps.Equal(a.Labels, b.Labels) && a.Deleting == b.Deleting
 }
+
+// sameVersion reports whether an update holds the version its object had
+// already: only a relist delivers one.
+func sameVersion(was, is any) bool {
+	a, ok := asObject(was)
+	b, ok2 := asObject(is)
+	return ok && ok2 && a.ResourceVersion != "" && a.ResourceVersion == b.ResourceVersion
+}

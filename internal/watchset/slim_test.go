@@ -154,3 +154,36 @@ func TestObjectIsKeyed(t *testing.T) {
 		t.Error("GetDeletionTimestamp() of a deleting object = nil, want a timestamp")
 	}
 }
+
+func TestSameVersion(t *testing.T) {
+	obj := func(rv string) *Object { return &Object{Name: "n", ResourceVersion: rv} }
+	cases := map[string]struct {
+		reason  string
+		was, is any
+		want    bool
+	}{
+		"Relist": {
+			reason: "A relist delivers an object that did not change at the version held: no change.",
+			was:    obj("7"), is: obj("7"), want: true,
+		},
+		"Changed": {
+			reason: "A new version is a change.",
+			was:    obj("7"), is: obj("8"),
+		},
+		"NoVersion": {
+			reason: "Objects without a version are never taken as the same.",
+			was:    obj(""), is: obj(""),
+		},
+		"NotMetadata": {
+			reason: "Anything the transform did not produce is treated as a change.",
+			was:    "tombstone", is: obj("7"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := sameVersion(tc.was, tc.is); got != tc.want {
+				t.Errorf("\n%s\nsameVersion(...) = %v, want %v", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
