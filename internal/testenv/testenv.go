@@ -129,6 +129,12 @@ type Options struct {
 	// on the same port with the same certificate and clients keep trusting it.
 	// (envtest otherwise makes new certificates on every start.)
 	Restartable bool
+
+	// CompactionInterval, when set, is how often the API server compacts
+	// etcd (kube-apiserver's --etcd-compaction-interval, 5m by default):
+	// short, so that a test sees a client's watches fall so far behind
+	// that they must relist.
+	CompactionInterval time.Duration
 }
 
 // StartWith starts an API server with the CRDs o asks for.
@@ -163,6 +169,9 @@ func StartWith(o Options) (*Env, error) {
 		// open watches when it stops; with it, it answers new requests with
 		// 429 Retry-After while in-flight ones drain, then stops within 2s.
 		s.Configure().Set("shutdown-send-retry-after", "true")
+	}
+	if o.CompactionInterval > 0 {
+		e.ControlPlane.GetAPIServer().Configure().Set("etcd-compaction-interval", o.CompactionInterval.String())
 	}
 	cfg, err := e.Start()
 	if err != nil {
