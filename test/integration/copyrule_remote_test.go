@@ -36,15 +36,7 @@ func TestCopyRuleOnRemoteCluster(t *testing.T) {
 	// namespace's name) and its target exist on the remote cluster only.
 	home := env.Namespace(t, "copy-home", nil)
 	cpc := "remote-" + home
-	create(t,
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: "remote-kubeconfig"}, Data: map[string][]byte{"kubeconfig": kc}},
-		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: cpc}, Spec: v1alpha1.ClusterProviderConfigSpec{
-			Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceSecret, SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Name: "remote-kubeconfig", Namespace: home}, Key: "kubeconfig"}},
-			Reach:       &v1alpha1.Reach{Namespaces: []string{"far-*"}},
-		}})
-	t.Cleanup(func() {
-		_ = env.Client.Delete(ctx, &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: cpc}})
-	})
+	remoteConfig(t, home, cpc, kc)
 	for _, o := range []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: home}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "far-away"}},
@@ -92,5 +84,21 @@ func TestCopyRuleOnRemoteCluster(t *testing.T) {
 	})
 	testenv.Eventually(t, wait, "the rule to be gone", func(ctx context.Context) (bool, error) {
 		return kerrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(r), r)), nil
+	})
+}
+
+// remoteConfig makes ClusterProviderConfig cpc, which reaches the far-*
+// namespaces of the cluster kubeconfig kc describes, from a Secret in
+// namespace home, and deletes it when the test ends.
+func remoteConfig(t *testing.T, home, cpc string, kc []byte) {
+	t.Helper()
+	create(t,
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: "remote-kubeconfig"}, Data: map[string][]byte{"kubeconfig": kc}},
+		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: cpc}, Spec: v1alpha1.ClusterProviderConfigSpec{
+			Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceSecret, SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Name: "remote-kubeconfig", Namespace: home}, Key: "kubeconfig"}},
+			Reach:       &v1alpha1.Reach{Namespaces: []string{"far-*"}},
+		}})
+	t.Cleanup(func() {
+		_ = env.Client.Delete(context.Background(), &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: cpc}})
 	})
 }

@@ -138,15 +138,7 @@ func TestRemoteClusterGoesDark(t *testing.T) {
 
 	home := env.Namespace(t, "dark-home", nil)
 	cpc := "dark-" + home
-	create(t,
-		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: "remote-kubeconfig"}, Data: map[string][]byte{"kubeconfig": kc}},
-		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: cpc}, Spec: v1alpha1.ClusterProviderConfigSpec{
-			Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceSecret, SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Name: "remote-kubeconfig", Namespace: home}, Key: "kubeconfig"}},
-			Reach:       &v1alpha1.Reach{Namespaces: []string{"far-*"}},
-		}})
-	t.Cleanup(func() {
-		_ = env.Client.Delete(ctx, &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: cpc}})
-	})
+	remoteConfig(t, home, cpc, kc)
 
 	// More remote rules than the provider has workers for the kind (50 in
 	// these tests): if each held one while the cluster is dark, the local rule

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -70,7 +69,7 @@ const (
 // provider's Secret requests are its cost); each informer relists once, and
 // the provider holds the same watches after as before.
 func TestProviderRelistsAfterCompaction(t *testing.T) {
-	c := startCompactingCluster(t)
+	c := startClusterWith(t, testenv.Options{Restartable: true, CompactionInterval: compaction})
 	f, q := newWaveFleet(), newQuietFleet()
 	f.rollouts, f.rules, f.bundles = f.rollouts[:relistChanged], f.rules[:relistChanged], nil
 	f.create(t, c)
@@ -130,30 +129,6 @@ func TestProviderRelistsAfterCompaction(t *testing.T) {
 	}
 	cost.check(t, f)
 	cost.checkRelisted(t, held, p.openWatches(t))
-}
-
-// startCompactingCluster is startCluster(t, true) with an API server that
-// compacts etcd every compaction.
-func startCompactingCluster(t *testing.T) *cluster {
-	t.Helper()
-	env, err := testenv.StartWith(testenv.Options{ProviderCRDs: true, Restartable: true, CompactionInterval: compaction})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	dir := t.TempDir()
-	kc, err := env.WriteKubeconfig(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: providerNamespace}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := testenv.ApplyFile(ctx, env.Client, filepath.Join(testenv.RepoRoot(), "examples", "providerconfig", "clusterproviderconfig.yaml")); err != nil {
-		t.Fatal(err)
-	}
-	return &cluster{Env: env, kubeconfig: kc, logs: dir}
 }
 
 // A quietFleet is ConfigRollouts and CopyRules whose inputs do not change

@@ -63,7 +63,15 @@ type cluster struct {
 
 func startCluster(t *testing.T, restartable bool) *cluster {
 	t.Helper()
-	env, err := testenv.StartWith(testenv.Options{ProviderCRDs: true, Restartable: restartable})
+	return startClusterWith(t, testenv.Options{Restartable: restartable})
+}
+
+// startClusterWith is startCluster with an API server started as o says; the
+// provider's CRDs are always installed.
+func startClusterWith(t *testing.T, o testenv.Options) *cluster {
+	t.Helper()
+	o.ProviderCRDs = true
+	env, err := testenv.StartWith(o)
 	if err != nil {
 		t.Fatal(err)
 	}
