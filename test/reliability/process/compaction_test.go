@@ -94,20 +94,7 @@ func TestProviderRelistsAfterCompaction(t *testing.T) {
 	c.cutOff(t, p, f)
 	start := time.Now()
 	signal(t, p, syscall.SIGCONT)
-	asWanted := func(ctx context.Context) (bool, error) {
-		v, err := c.waveView(ctx)
-		if err != nil {
-			return false, err
-		}
-		o := offenders{}
-		if twice := f.rolloutsRolled(v, o); len(twice) > 0 {
-			// No later state undoes it: fail now, not at the timeout.
-			t.Fatalf("%d Deployments rolled more than once by one change, first: %v", len(twice), twice[:min(5, len(twice))])
-		}
-		f.rulesCopy(v, o)
-		q.follow.rolloutsFollow(v, o)
-		return len(o) == 0, o.err()
-	}
+	asWanted := f.changed(t, c, q.follow.rolloutsFollow)
 	eventually(t, relisted, "every change acted on once", asWanted)
 	t.Logf("every change acted on %s after the provider went on", time.Since(start).Round(time.Millisecond))
 

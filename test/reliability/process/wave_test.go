@@ -102,20 +102,7 @@ func TestFleetWaveSurvivesKills(t *testing.T) {
 			k.inFlight, k.skipped, waveKills, waveKills-1)
 	}
 
-	asWanted := func(ctx context.Context) (bool, error) {
-		v, err := c.waveView(ctx)
-		if err != nil {
-			return false, err
-		}
-		o := offenders{}
-		if twice := f.rolloutsRolled(v, o); len(twice) > 0 {
-			// No later state undoes it: fail now, not at the timeout.
-			t.Fatalf("%d Deployments rolled more than once by one change, first: %v", len(twice), twice[:min(5, len(twice))])
-		}
-		f.rulesCopy(v, o)
-		f.bundlesAsWanted(v, o)
-		return len(o) == 0, o.err()
-	}
+	asWanted := f.changed(t, c, f.bundlesAsWanted)
 	start = time.Now()
 	eventually(t, settle, "every resource of the fleet as the change wants it", asWanted)
 	t.Logf("settled %s after the last restart", time.Since(start).Round(time.Millisecond))
@@ -124,6 +111,27 @@ func TestFleetWaveSurvivesKills(t *testing.T) {
 	k.p.idleAfter(t, managed.ControllerName(workloadv1alpha1.ConfigRolloutGroupKind), len(f.rollouts))
 	if ok, err := asWanted(context.Background()); !ok {
 		t.Errorf("once the provider is idle: %v", err)
+	}
+}
+
+// changed is the check that the fleet is as the change of every source
+// wants it: every rollout rolled once, every copy current, and what also
+// holds (more, on the same view). A rollout rolled twice fails the test at
+// once: no later state undoes it.
+func (f *waveFleet) changed(t *testing.T, c *cluster, also func(*waveView, offenders)) func(context.Context) (bool, error) {
+	t.Helper()
+	return func(ctx context.Context) (bool, error) {
+		v, err := c.waveView(ctx)
+		if err != nil {
+			return false, err
+		}
+		o := offenders{}
+		if twice := f.rolloutsRolled(v, o); len(twice) > 0 {
+			t.Fatalf("%d Deployments rolled more than once by one change, first: %v", len(twice), twice[:min(5, len(twice))])
+		}
+		f.rulesCopy(v, o)
+		also(v, o)
+		return len(o) == 0, o.err()
 	}
 }
 
