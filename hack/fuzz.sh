@@ -33,6 +33,8 @@ TARGETS="
 ./internal/controller/copyrule/             FuzzTransform
 ./internal/controller/copyrule/             FuzzInputsDigest
 ./internal/window/                          FuzzWindow
+./internal/shard/                           FuzzAssign
+./internal/shard/                           FuzzOf
 ./internal/ownwrite/                        FuzzOwnWrite
 ./internal/controller/chaosagent/           FuzzSelector
 ./internal/controller/chaosagent/           FuzzCompile

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"crypto/rand"
 	"flag"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 
 	"github.com/clusterops/provider-clusterops/internal/provider"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 	"github.com/clusterops/provider-clusterops/internal/version"
 )
 
@@ -42,6 +44,7 @@ type options struct {
 	retryPeriod              time.Duration
 	enableChangeLogs         bool
 	changeLogsSocketPath     string
+	shards                   int
 }
 
 func parse(args []string) (options, error) {
@@ -75,6 +78,7 @@ func flags(o *options) *flag.FlagSet {
 	fs.DurationVar(&o.leaseDuration, "leader-election-lease-duration", d.LeaseDuration, "How long a leader's lease lasts without renewal: the longest a replica waits to take over from a leader that died.")
 	fs.DurationVar(&o.renewDeadline, "leader-election-renew-deadline", d.RenewDeadline, "How long the leader keeps trying to renew its lease before it gives up leading (and exits).")
 	fs.DurationVar(&o.retryPeriod, "leader-election-retry-period", d.RetryPeriod, "How often replicas try to acquire or renew the lease.")
+	fs.IntVar(&o.shards, "shards", d.Shards, "Cut the fleet of managed resources into this many shards that every live replica shares, each acting on its own (Leases in --namespace; the crossplane.io/shard label pins a resource). 0 is one replica acting on all, the others waiting to lead.")
 	// As in crossplane-runtime's providers: off by default, and the socket is
 	// where Crossplane's changelogs sidecar listens.
 	fs.BoolVar(&o.enableChangeLogs, "enable-changelogs", false, "Send every create, update and delete of every managed resource kind to the change-log gRPC service (alpha).")
@@ -93,6 +97,9 @@ func (o options) validate() error {
 	if o.maxRoutineRequests < 0 || o.quietRoutineRequests < 0 {
 		return errors.New("--max-routine-requests and --quiet-routine-requests must not be negative")
 	}
+	if o.shards < 0 || o.shards > maxShards {
+		return errors.Errorf("--shards must be between 0 and %d", maxShards)
+	}
 	if o.pollJitter < 0 || o.pollJitter > 100 {
 		return errors.New("--poll-jitter-percentage must be between 0 and 100")
 	}
@@ -101,6 +108,22 @@ func (o options) validate() error {
 		return errors.New("leader election needs --leader-election-lease-duration > --leader-election-renew-deadline > 1.2 × --leader-election-retry-period > 0")
 	}
 	return nil
+}
+
+// maxShards bounds --shards: every shard is a Lease its holder renews each
+// retry period.
+const maxShards = 256
+
+// identity names this process among the provider's replicas: its pod's name,
+// which Kubernetes makes unique among live pods, and a random suffix, so that
+// a restarted container is a new replica rather than one that holds Leases it
+// does not know of.
+func identity() string {
+	host := envOr("POD_NAME", "")
+	if host == "" {
+		host, _ = os.Hostname()
+	}
+	return shard.Identity(host, rand.Text())
 }
 
 func envOr(k, d string) string {
@@ -168,6 +191,10 @@ func providerOptions(o options, cfg *rest.Config, log logging.Logger) provider.O
 		LeaseDuration:        o.leaseDuration,
 		RenewDeadline:        o.renewDeadline,
 		RetryPeriod:          o.retryPeriod,
+		Shards:               o.shards,
+	}
+	if o.shards > 0 {
+		po.Identity = identity()
 	}
 	if o.enableChangeLogs {
 		po.ChangeLogSocket, po.ChangeLogProvider = o.changeLogsSocketPath, "provider-clusterops:"+version.Version

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
@@ -24,12 +25,50 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/controller/copyrule"
 	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
-// Setup adds the controllers of every kind to mgr at once.
-func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
-	for _, k := range kinds(r) {
+// Parts are the controllers a manager runs: a provider that is not sharded
+// runs all of them; a sharded replica runs Configs and ShardLabels once per
+// cluster, under its leader election, and Managed for its share.
+type Parts uint8
+
+const (
+	// Configs are the controllers of ProviderConfig and ClusterProviderConfig.
+	Configs Parts = 1 << iota
+	// Managed are the controllers of the managed resource kinds.
+	Managed
+	// ShardLabels label each managed resource with its shard (internal/shard).
+	ShardLabels
+)
+
+// ManagedKinds are the kinds of the provider's managed resources.
+func ManagedKinds() []schema.GroupVersionKind {
+	return []schema.GroupVersionKind{
+		workloadv1alpha1.ImmortalContainerGroupVersionKind,
+		workloadv1alpha1.AppBundleGroupVersionKind,
+		workloadv1alpha1.ConfigRolloutGroupVersionKind,
+		copyv1alpha1.CopyRuleGroupVersionKind,
+		chaosv1alpha1.ChaosAgentGroupVersionKind,
+	}
+}
+
+// ManagedObjects are an empty object of each managed resource kind.
+func ManagedObjects() []client.Object {
+	return []client.Object{
+		&workloadv1alpha1.ImmortalContainer{},
+		&workloadv1alpha1.AppBundle{},
+		&workloadv1alpha1.ConfigRollout{},
+		&copyv1alpha1.CopyRule{},
+		&chaosv1alpha1.ChaosAgent{},
+	}
+}
+
+// Setup adds the controllers of parts to mgr at once; shards is the number
+// of shards ShardLabels label with.
+func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, parts Parts, shards int) error {
+	for _, k := range kinds(r, parts, shards) {
 		if err := k.setup(mgr, o); err != nil {
 			return err
 		}
@@ -42,11 +81,11 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 // established does not crash the provider. done, when not nil, is called once
 // every kind's setup has run (a failed one is logged), so that a caller can
 // wait for the controllers to be there.
-func SetupGated(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, done func()) error {
+func SetupGated(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, parts Parts, shards int, done func()) error {
 	if o.Gate == nil {
 		return errors.New("safe-start needs a gate")
 	}
-	ks := kinds(r)
+	ks := kinds(r, parts, shards)
 	var left sync.WaitGroup
 	left.Add(len(ks))
 	for _, k := range ks {
@@ -77,12 +116,30 @@ type kind struct {
 	setup func(ctrl.Manager, managedkind.Options) error
 }
 
-func kinds(r *target.Resolver) []kind {
-	return []kind{
-		{
+func kinds(r *target.Resolver, parts Parts, shards int) []kind {
+	var out []kind
+	if parts&Configs != 0 {
+		out = append(out, kind{
 			gvks:  []schema.GroupVersionKind{v1alpha1.ProviderConfigGroupVersionKind, v1alpha1.ClusterProviderConfigGroupVersionKind, v1alpha1.ProviderConfigUsageGroupVersionKind},
 			setup: func(m ctrl.Manager, o managedkind.Options) error { return config.Setup(m, o.Options) },
-		},
+		})
+	}
+	if parts&Managed != 0 {
+		out = append(out, managed(r)...)
+	}
+	if parts&ShardLabels != 0 {
+		for _, gvk := range ManagedKinds() {
+			out = append(out, kind{
+				gvks:  []schema.GroupVersionKind{gvk},
+				setup: func(m ctrl.Manager, _ managedkind.Options) error { return shard.SetupLabeler(m, gvk, shards) },
+			})
+		}
+	}
+	return out
+}
+
+func managed(r *target.Resolver) []kind {
+	return []kind{
 		{
 			gvks:  []schema.GroupVersionKind{workloadv1alpha1.ImmortalContainerGroupVersionKind},
 			setup: func(m ctrl.Manager, o managedkind.Options) error { return immortalcontainer.Setup(m, o, r) },

@@ -27,6 +27,8 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/ratelimiter"
+
+	"github.com/clusterops/provider-clusterops/internal/apimetrics"
 )
 
 // Options bound one provider's flow.
@@ -139,17 +141,6 @@ func newMetrics(reg prometheus.Registerer) (metrics, error) {
 // register registers c with reg, or returns the collector of the same
 // metrics already registered there.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	are := prometheus.AlreadyRegisteredError{}
-	if !errors.As(err, &are) {
-		return c, errors.Wrap(err, "cannot register the provider's flow-control metrics")
-	}
-	existing, ok := are.ExistingCollector.(C)
-	if !ok {
-		return c, errors.Errorf("another collector, of type %T, holds the flow-control metrics", are.ExistingCollector)
-	}
-	return existing, nil
+	c, err := apimetrics.Existing(reg, c)
+	return c, errors.Wrap(err, "cannot register the provider's flow-control metrics")
 }

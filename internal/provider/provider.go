@@ -123,8 +123,43 @@ type Options struct {
 	MetricsRegistry prometheus.Registerer
 
 	// SkipNameValidation lets controllers share names with those of another
-	// provider in the same process: only tests build several.
+	// provider in the same process: tests build several, and a sharded
+	// replica builds its share's controllers again when its share changes.
 	SkipNameValidation bool
+
+	// Shards, when positive, cuts the fleet of managed resources into this
+	// many shards that the provider's live replicas share (internal/shard;
+	// docs/operations.md, "Sharding"). A replica acts only on the resources
+	// labelled with the shards whose Leases it holds, and runs the provider
+	// configs' controllers and the shard labeler only while it leads. 0 is
+	// one replica acting on every resource.
+	Shards int
+
+	// Identity names this replica among the live ones when Shards is set:
+	// unique to the process, such as its pod's name and a random suffix.
+	Identity string
+
+	// owned are the shards a sharded replica's share acts on; nil in the
+	// replica's leading part and in a provider that is not sharded.
+	owned []int
+}
+
+// parts are the controllers o's provider runs, with the options that go
+// with them: a sharded replica's leading part always elects a leader, and
+// its share's manager serves no endpoints (the leading part's serve the
+// process's metrics) and builds the same controllers again on every change.
+func parts(o Options) (clusterops.Parts, Options) {
+	switch {
+	case o.Shards <= 0:
+		return clusterops.Configs | clusterops.Managed, o
+	case o.owned == nil:
+		o.LeaderElection = true
+		return clusterops.Configs | clusterops.ShardLabels, o
+	default:
+		o.LeaderElection, o.SkipNameValidation = false, true
+		o.MetricsAddr, o.HealthAddr, o.PprofAddr = "0", "0", "0"
+		return clusterops.Managed, o
+	}
 }
 
 // A Provider is a controller manager with every kind's controller on it (or,
@@ -158,6 +193,10 @@ func New(o Options) (*Provider, error) {
 	if o.MaxReconcileRate <= 0 {
 		return nil, errors.New("the provider needs a positive reconcile rate")
 	}
+	if o.Shards > 0 && o.Identity == "" {
+		return nil, errors.New("a sharded provider needs an identity for each replica")
+	}
+	which, o := parts(o)
 	reg := o.MetricsRegistry
 	if reg == nil {
 		reg = metrics.Registry
@@ -199,9 +238,15 @@ func New(o Options) (*Provider, error) {
 	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), local, s,
 		target.WithProviderNamespace(o.Namespace))
 	p.Manager, p.Resolver = mgr, r
-	if err := p.setUpKinds(o.SafeStart, ko); err != nil {
+	if err := p.setUpKinds(o.SafeStart, ko, which, o.Shards); err != nil {
 		_ = p.closeConn()
 		return nil, err
+	}
+	if which&clusterops.ShardLabels != 0 {
+		if err := mgr.Add(&replica{o: o}); err != nil {
+			_ = p.closeConn()
+			return nil, errors.Wrap(err, "cannot add the replica's share of the fleet")
+		}
 	}
 	return p, nil
 }
@@ -235,6 +280,11 @@ func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config) (ctrl.Manager, 
 	if err != nil {
 		return nil, err
 	}
+	sharded, err := shardCacheOptions(o)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(co.ByObject, sharded)
 	mo := ctrl.Options{
 		Scheme:                     s,
 		Cache:                      co,
@@ -274,11 +324,11 @@ func kindOptions(o Options, fc *flow.Control, reg prometheus.Registerer) (manage
 	if log == nil {
 		log = logging.NewNopLogger()
 	}
-	mrMetrics, err := register(reg, managed.NewMRMetricRecorder())
+	mrMetrics, err := apimetrics.Existing(reg, managed.NewMRMetricRecorder())
 	if err != nil {
 		return managedkind.Options{}, errors.Wrap(err, "cannot register managed resource metrics")
 	}
-	stateMetrics, err := register(reg, statemetrics.NewMRStateMetrics())
+	stateMetrics, err := apimetrics.Existing(reg, statemetrics.NewMRStateMetrics())
 	if err != nil {
 		return managedkind.Options{}, errors.Wrap(err, "cannot register managed resource state metrics")
 	}
@@ -306,9 +356,9 @@ func kindOptions(o Options, fc *flow.Control, reg prometheus.Registerer) (manage
 
 // setUpKinds adds every kind's controller to the manager: at once, or with
 // safe-start each once its CRDs are established.
-func (p *Provider) setUpKinds(safeStart bool, ko managedkind.Options) error {
+func (p *Provider) setUpKinds(safeStart bool, ko managedkind.Options, which clusterops.Parts, shards int) error {
 	if !safeStart {
-		if err := clusterops.Setup(p.Manager, ko, p.Resolver); err != nil {
+		if err := clusterops.Setup(p.Manager, ko, p.Resolver, which, shards); err != nil {
 			return err
 		}
 		close(p.setUp)
@@ -318,7 +368,7 @@ func (p *Provider) setUpKinds(safeStart bool, ko managedkind.Options) error {
 	if err := customresourcesgate.Setup(p.Manager, ko.Options); err != nil {
 		return errors.Wrap(err, "cannot set up safe-start gate")
 	}
-	return clusterops.SetupGated(p.Manager, ko, p.Resolver, func() { close(p.setUp) })
+	return clusterops.SetupGated(p.Manager, ko, p.Resolver, which, shards, func() { close(p.setUp) })
 }
 
 // Start runs the provider until ctx ends.
@@ -377,26 +427,6 @@ func ownedBy(key string) (labels.Selector, error) {
 		return nil, errors.Wrapf(err, "cannot select objects labelled %s", key)
 	}
 	return labels.NewSelector().Add(*r), nil
-}
-
-// register registers c with reg, or returns the collector of the same
-// metrics already registered there: a test process builds several providers,
-// and controller-runtime's registry is global.
-func register[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	var none C
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	are := prometheus.AlreadyRegisteredError{}
-	if !errors.As(err, &are) {
-		return none, err
-	}
-	existing, ok := are.ExistingCollector.(C)
-	if !ok {
-		return none, errors.Errorf("another collector, of type %T, holds the metrics", are.ExistingCollector)
-	}
-	return existing, nil
 }
 
 func positive(d time.Duration) *time.Duration {

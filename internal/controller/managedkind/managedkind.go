@@ -242,13 +242,20 @@ func (f *forgetGone) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // EnqueueOwner enqueues the managed resource named by an object's label key, in
 // the object's namespace: how each kind hears about the objects it made.
 // A change to such an object is urgent: it ranks above new managed resources.
-func EnqueueOwner(fc *flow.Control, key string) handler.EventHandler {
-	return fc.Handler(handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+// Only an owner that owners (the manager's cache) holds is enqueued: a sharded
+// replica caches only its share of the managed resources, and another
+// replica's objects are none of its work.
+func EnqueueOwner(fc *flow.Control, key string, owners client.Reader, owner func() client.Object) handler.EventHandler {
+	return fc.Handler(handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		n, ok := o.GetLabels()[key]
 		if !ok {
 			return nil
 		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}}}
+		nn := types.NamespacedName{Namespace: o.GetNamespace(), Name: n}
+		if err := owners.Get(ctx, nn, owner()); err != nil {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: nn}}
 	}))
 }
 

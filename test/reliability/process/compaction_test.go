@@ -70,7 +70,7 @@ const (
 // the provider holds the same watches after as before.
 func TestProviderRelistsAfterCompaction(t *testing.T) {
 	c := startClusterWith(t, testenv.Options{Restartable: true, CompactionInterval: compaction})
-	f, q := newWaveFleet(), newQuietFleet()
+	f, q := newWaveFleet(fullWave), newQuietFleet()
 	f.rollouts, f.rules, f.bundles = f.rollouts[:relistChanged], f.rules[:relistChanged], nil
 	f.create(t, c)
 	q.create(t, c)

@@ -96,6 +96,9 @@ type provider struct {
 	*testenv.Process
 	name    string
 	metrics int
+	// shares are the lines of a sharded replica's log that say its share
+	// changed, as far as the test read it.
+	shares []string
 }
 
 // runProvider starts the provider binary against the cluster with args added

@@ -29,22 +29,27 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/controller/copyrule"
 )
 
-// The fleet of TestFleetWaveSurvivesKills: 1,000 managed resources in ten
-// namespaces, all within the default ClusterProviderConfig's reach (team-*).
-const (
-	waveNamespaces = 10
-	// waveRollouts ConfigRollouts, each with its own ConfigMap conf-<j> and
+// A waveSize is how big a wave's fleet is, its namespaces all within the
+// default ClusterProviderConfig's reach (team-*).
+type waveSize struct {
+	namespaces int
+	// rollouts ConfigRollouts, each with its own ConfigMap conf-<j> and
 	// Deployment web-<j>.
-	waveRollouts = 500
-	// waveRules CopyRules, each copying its own ConfigMap copy-<j> into the
+	rollouts int
+	// rules CopyRules, each copying its own ConfigMap copy-<j> into the
 	// next two namespaces.
-	waveRules = 400
-	// waveBundles AppBundles, which reference no ConfigMap: the wave and
-	// the restarts must leave their objects as they are.
-	waveBundles = 100
-	// waveKills is how many times the provider is killed during the wave.
-	waveKills = 3
-)
+	rules int
+	// bundles AppBundles, which reference no ConfigMap: the wave and the
+	// restarts must leave their objects as they are.
+	bundles int
+}
+
+// fullWave is the fleet of TestFleetWaveSurvivesKills: 1,000 managed
+// resources in ten namespaces.
+var fullWave = waveSize{namespaces: 10, rollouts: 500, rules: 400, bundles: 100}
+
+// waveKills is how many times the provider is killed during the wave.
+const waveKills = 3
 
 // waveRate is the --max-reconcile-rate of the provider that sees the wave.
 // A source's change is urgent: its reconciles skip the rate limiter, and only
@@ -84,7 +89,7 @@ func (c *cluster) waveProvider(t *testing.T) *provider {
 // AppBundles' Deployments available as that controller would.
 func TestFleetWaveSurvivesKills(t *testing.T) {
 	c := startCluster(t, false)
-	f := newWaveFleet()
+	f := newWaveFleet(fullWave)
 	start := time.Now()
 	f.create(t, c)
 	k := &killer{t: t, c: c, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)), p: c.waveProvider(t)}
@@ -138,6 +143,7 @@ func (f *waveFleet) changed(t *testing.T, c *cluster, also func(*waveView, offen
 // A waveFleet is the test's managed resources and what they act on, with
 // what the test recorded of them once they converged.
 type waveFleet struct {
+	size     waveSize
 	rollouts []*waveRollout
 	rules    []*waveRule
 	bundles  []*waveBundle
@@ -166,14 +172,17 @@ type waveBundle struct {
 	claim      *corev1.PersistentVolumeClaim
 }
 
-// waveNS is the namespace of the j-th object of a kind: the kinds spread
-// over every namespace.
-func waveNS(j int) string { return fmt.Sprintf("team-wave-%d", j%waveNamespaces) }
+// ns is the namespace of the j-th object of a kind: the kinds spread over
+// every namespace.
+func (s waveSize) ns(j int) string { return fmt.Sprintf("team-wave-%d", j%s.namespaces) }
 
-func newWaveFleet() *waveFleet {
-	f := &waveFleet{}
-	for j := range waveRollouts {
-		ns, name := waveNS(j), fmt.Sprintf("web-%d", j)
+// waveNS is the namespace of the j-th object of a kind in the full wave.
+func waveNS(j int) string { return fullWave.ns(j) }
+
+func newWaveFleet(size waveSize) *waveFleet {
+	f := &waveFleet{size: size}
+	for j := range size.rollouts {
+		ns, name := size.ns(j), fmt.Sprintf("web-%d", j)
 		conf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("conf-%d", j)}, Data: map[string]string{"v": "1"}}
 		// No replicas: nothing runs, a roll is the template's change. Its
 		// pods read the ConfigMap, as users' do.
@@ -188,9 +197,9 @@ func newWaveFleet() *waveFleet {
 		}
 		f.rollouts = append(f.rollouts, &waveRollout{conf: conf, web: web, ro: ro})
 	}
-	for j := range waveRules {
-		ns, name := waveNS(j), fmt.Sprintf("copy-%d", j)
-		targets := []string{waveNS(j + 1), waveNS(j + 2)}
+	for j := range size.rules {
+		ns, name := size.ns(j), fmt.Sprintf("copy-%d", j)
+		targets := []string{size.ns(j + 1), size.ns(j + 2)}
 		f.rules = append(f.rules, &waveRule{
 			src: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"v": "1"}},
 			rule: &copyv1alpha1.CopyRule{
@@ -202,9 +211,9 @@ func newWaveFleet() *waveFleet {
 			targets: map[string]bool{targets[0]: true, targets[1]: true},
 		})
 	}
-	for j := range waveBundles {
+	for j := range size.bundles {
 		f.bundles = append(f.bundles, &waveBundle{ab: &workloadv1alpha1.AppBundle{
-			ObjectMeta: metav1.ObjectMeta{Namespace: waveNS(j), Name: fmt.Sprintf("app-%d", j)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: size.ns(j), Name: fmt.Sprintf("app-%d", j)},
 			Spec:       workloadv1alpha1.AppBundleSpec{ForProvider: workloadv1alpha1.AppBundleParameters{Image: "nginx:1.27"}},
 		}})
 	}
@@ -216,8 +225,8 @@ func newWaveFleet() *waveFleet {
 func (f *waveFleet) create(t *testing.T, c *cluster) {
 	t.Helper()
 	var nss, refs, mrs []client.Object
-	for i := range waveNamespaces {
-		nss = append(nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: waveNS(i)}})
+	for i := range f.size.namespaces {
+		nss = append(nss, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.size.ns(i)}})
 	}
 	for _, r := range f.rollouts {
 		refs = append(refs, r.conf, r.web)

@@ -1,4 +1,4 @@
-package provider
+package apimetrics
 
 import (
 	"testing"
@@ -13,7 +13,7 @@ type counter struct{ prometheus.Counter }
 // wrapped is a collector of the same metrics as the one it wraps, of another type.
 type wrapped struct{ prometheus.Collector }
 
-func TestRegister(t *testing.T) {
+func TestExisting(t *testing.T) {
 	opts := prometheus.CounterOpts{Name: "clusterops_test_total", Help: "A test counter."}
 	first := &counter{prometheus.NewCounter(opts)}
 	type want struct {
@@ -56,10 +56,10 @@ func TestRegister(t *testing.T) {
 			for _, c := range tc.already {
 				reg.MustRegister(c)
 			}
-			got, err := register(reg, tc.c)
+			got, err := Existing(reg, tc.c)
 			g := want{same: got == first, err: err != nil}
 			if diff := cmp.Diff(tc.want, g, cmp.AllowUnexported(want{})); diff != "" {
-				t.Errorf("\n%s\nregister(...): -want, +got:\n%s\nerr: %v", tc.reason, diff, err)
+				t.Errorf("\n%s\nExisting(...): -want, +got:\n%s\nerr: %v", tc.reason, diff, err)
 			}
 		})
 	}

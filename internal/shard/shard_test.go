@@ -1,0 +1,168 @@
+package shard
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParse(t *testing.T) {
+	cases := map[string]struct {
+		v    string
+		want int
+		ok   bool
+	}{
+		"First":       {"0", 0, true},
+		"Last":        {"15", 15, true},
+		"TooHigh":     {"16", 0, false},
+		"Negative":    {"-1", 0, false},
+		"LeadingZero": {"01", 0, false},
+		"NotANumber":  {"shard-a", 0, false},
+		"Empty":       {"", 0, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := Parse(tc.v, 16)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("Parse(%q, 16): want %d, %t, got %d, %t", tc.v, tc.want, tc.ok, got, ok)
+			}
+		})
+	}
+}
+
+func TestAssign(t *testing.T) {
+	t.Run("NoMembers", func(t *testing.T) {
+		if diff := cmp.Diff([]string{"", ""}, Assign(2, nil)); diff != "" {
+			t.Errorf("Assign(2, nil): -want, +got:\n%s", diff)
+		}
+	})
+	t.Run("OneMemberOwnsAll", func(t *testing.T) {
+		if diff := cmp.Diff([]int{0, 1, 2, 3}, Owned(Assign(4, []string{"a"}), "a")); diff != "" {
+			t.Errorf("-want, +got:\n%s", diff)
+		}
+	})
+	t.Run("OrderOfMembersDoesNotMatter", func(t *testing.T) {
+		if diff := cmp.Diff(Assign(16, []string{"a", "b", "c"}), Assign(16, []string{"c", "a", "b"})); diff != "" {
+			t.Errorf("-abc, +cab:\n%s", diff)
+		}
+	})
+	t.Run("SharesDifferByOne", func(t *testing.T) {
+		members := []string{"provider-7c9f-x2k", "provider-7c9f-q8z", "provider-7c9f-m4t"}
+		owners := Assign(16, members)
+		for _, m := range members {
+			if n := len(Owned(owners, m)); n < 5 || n > 6 {
+				t.Errorf("member %s owns %d of 16 shards, want 5 or 6", m, n)
+			}
+		}
+	})
+	t.Run("AJoinerMovesLittleElse", func(t *testing.T) {
+		// The joiner takes its share, 4 of 16; the bounded loads move at most
+		// a few more between the members that stay.
+		before := Assign(16, []string{"a", "b", "c"})
+		after := Assign(16, []string{"a", "b", "c", "d"})
+		moved := 0
+		for i := range before {
+			if after[i] != before[i] && after[i] != "d" {
+				moved++
+			}
+		}
+		if moved > 3 {
+			t.Errorf("%d shards moved between members that stayed, want at most 3", moved)
+		}
+	})
+}
+
+func TestIdentity(t *testing.T) {
+	cases := map[string]struct {
+		host, suffix, want string
+	}{
+		"PodName":       {"provider-clusterops-7c9f-x2k", "Q8ZT", "provider-clusterops-7c9f-x2k-q8zt"},
+		"DotsAndCase":   {"Node_1.Example.COM", "ab", "node-1-example-com-ab"},
+		"EmptyHost":     {"", "ab", "ab"},
+		"LongSuffixCut": {"p", "abcdefghijkl", "p-abcdefgh"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Identity(tc.host, tc.suffix); got != tc.want {
+				t.Errorf("Identity(%q, %q): want %q, got %q", tc.host, tc.suffix, tc.want, got)
+			}
+		})
+	}
+}
+
+func TestDiff(t *testing.T) {
+	release, take := Diff([]int{0, 2, 5}, []int{2, 3})
+	if diff := cmp.Diff([]int{0, 5}, release); diff != "" {
+		t.Errorf("release: -want, +got:\n%s", diff)
+	}
+	if diff := cmp.Diff([]int{3}, take); diff != "" {
+		t.Errorf("take: -want, +got:\n%s", diff)
+	}
+}
+
+// TestOfSpreadsSimilarNames: namespaces named alike, as fleets name them,
+// spread over every shard.
+func TestOfSpreadsSimilarNames(t *testing.T) {
+	for _, shards := range []int{2, 3, 8, 16} {
+		count := make([]int, shards)
+		for n := range 24 * shards {
+			count[Of(fmt.Sprintf("team-wave-%d", n), shards)]++
+		}
+		for i, c := range count {
+			// 24 each on average; a shard with under a third of that is
+			// a hash that does not spread.
+			if c < 8 {
+				t.Errorf("%d shards: shard %d has %d of %d namespaces: %v", shards, i, c, 24*shards, count)
+			}
+		}
+	}
+}
+
+// FuzzAssign: every shard has exactly one owner among the members, and
+// shares differ by at most one shard.
+func FuzzAssign(f *testing.F) {
+	f.Add(16, "a", "b", "c")
+	f.Add(1, "x", "x", "y")
+	f.Fuzz(func(t *testing.T, shards int, a, b, c string) {
+		shards = 1 + abs(shards)%64
+		members := []string{a, b, c}
+		owners := Assign(shards, members)
+		distinct := slices.Compact(slices.Sorted(slices.Values(members)))
+		limit := (shards + len(distinct) - 1) / len(distinct)
+		for i, o := range owners {
+			if !slices.Contains(members, o) {
+				t.Fatalf("shard %d owned by %q, not a member", i, o)
+			}
+		}
+		for _, m := range distinct {
+			if n := len(Owned(owners, m)); n > limit {
+				t.Fatalf("member %q owns %d of %d shards, more than %d", m, n, shards, limit)
+			}
+		}
+	})
+}
+
+// FuzzOf: a namespace falls in one of the shards, always the same.
+func FuzzOf(f *testing.F) {
+	f.Add("default", 16)
+	f.Add("", 3)
+	f.Fuzz(func(t *testing.T, ns string, shards int) {
+		shards = 1 + abs(shards)%1024
+		i := Of(ns, shards)
+		if i < 0 || i >= shards || Of(ns, shards) != i {
+			t.Fatalf("Of(%q, %d) = %d", ns, shards, i)
+		}
+	})
+}
+
+func abs(i int) int {
+	if i < 0 {
+		if i == -i { // math.MinInt
+			return 0
+		}
+		return -i
+	}
+	return i
+}
