@@ -16,8 +16,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/shard"
 )
@@ -129,7 +133,9 @@ var shareRE = regexp.MustCompile(`shares changed|Acting on the replica|Lost a sh
 // hand pins a resource to a shard. Then every ConfigMap the fleet references
 // changes, and one replica is SIGKILLed while the change is in flight: the
 // others take its shards once its Leases run out, every Deployment is rolled
-// exactly once and every copy holds the new data.
+// exactly once, every copy holds the new data, and a ChaosAgent on the killed
+// replica's shard, whose next round is an hour away, runs no round when
+// another replica takes it over.
 func TestReplicasShareTheFleet(t *testing.T) {
 	c := startCluster(t, false)
 	a := c.shardedReplica(t, "a")
@@ -256,6 +262,17 @@ func TestReplicasShareTheFleet(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A ChaosAgent whose next round is an hour away, in a namespace of its
+	// own on the shard of the replica that will be killed: the replica that
+	// takes the shard over runs no round.
+	agent, agentState := c.hourlyAgent(t, shard.Of(ns, shards))
+	var before string
+	eventually(t, react, "the agent's first round", func(ctx context.Context) (bool, error) {
+		var err error
+		before, err = agentState(ctx)
+		return err == nil && agent.Status.AtProvider.RoundsRun == 1, err
+	})
+
 	// A fleet-wide change, and a replica killed while it is in flight.
 	f.change(t, c)
 	victim := owner[shard.Of(shardSize.ns(0), shards)]
@@ -277,6 +294,58 @@ func TestReplicasShareTheFleet(t *testing.T) {
 	t.Logf("replica %s's shards taken over %s after it was killed", victim.name, time.Since(killed).Round(time.Millisecond))
 	eventually(t, settle, "every resource of the fleet as the change wants it", f.changed(t, c, f.bundlesAsWanted))
 	t.Logf("the fleet settled %s after the kill", time.Since(killed).Round(time.Millisecond))
+
+	// The agent's new holder has reconciled it, and it ran no round.
+	eventually(t, react, "the agent's new holder to reconcile it", func(context.Context) (bool, error) {
+		for _, p := range rest {
+			if got, _ := c.reconciled(t, p, skip[p]); got[agent.Namespace+"/"+agent.Name] {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	stays(t, 5*time.Second, "no chaos round on the takeover ("+before+")", func(ctx context.Context) (bool, error) {
+		s, err := agentState(ctx)
+		return s == before, err
+	})
+}
+
+// hourlyAgent makes a ChaosAgent that doubles its Deployment once an hour, in
+// a namespace of its own on shard i, and returns it with what must not change
+// before its next round.
+func (c *cluster) hourlyAgent(t *testing.T, i int) (*chaosv1alpha1.ChaosAgent, func(context.Context) (string, error)) {
+	t.Helper()
+	ns := ""
+	for k := 0; ns == ""; k++ {
+		if n := fmt.Sprintf("team-chaos-%d", k); shard.Of(n, shards) == i {
+			ns = n
+		}
+	}
+	victim := deployment(ns, "victim", 1)
+	agent := &chaosv1alpha1.ChaosAgent{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hourly"},
+		Spec: chaosv1alpha1.ChaosAgentSpec{ForProvider: chaosv1alpha1.ChaosAgentParameters{
+			CancerMode: true, MaxReplicas: 64, Eagerness: 100, Interval: metav1.Duration{Duration: time.Hour}, Seed: ptr.To[int64](1605),
+		}},
+	}
+	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, victim, agent} {
+		if err := c.Client.Create(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return agent, func(ctx context.Context) (string, error) {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(agent), agent); err != nil {
+			return "", err
+		}
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(victim), victim); err != nil {
+			return "", err
+		}
+		o := agent.Status.AtProvider
+		if o.LastRoundTime == nil {
+			return "", errors.New("no round yet")
+		}
+		return fmt.Sprintf("rounds %d, last round %s, scaled %d, victim replicas %d", o.RoundsRun, o.LastRoundTime.UTC().Format(time.RFC3339Nano), o.DeploymentsScaled, *victim.Spec.Replicas), nil
+	}
 }
 
 // managed are the fleet's managed resources.
