@@ -154,10 +154,8 @@ func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
 	c := startCluster(t, false)
 	ctx := context.Background()
 	const ns, chaosNS = "team-leader", "team-leader-chaos"
-	for _, n := range []string{ns, chaosNS} {
-		if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}); err != nil {
-			t.Fatal(err)
-		}
+	if err := c.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
 	}
 	web := deployment(ns, "web", 1)
 	cfg := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"}, Data: map[string]string{"greeting": "hello"}}
@@ -168,20 +166,14 @@ func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
 			Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}},
 		}},
 	}
-	// The agent doubles its Deployment once an hour, in a namespace of its own
-	// so that its scaling does not move web's generation.
-	victim := deployment(chaosNS, "victim", 1)
-	agent := &chaosv1alpha1.ChaosAgent{
-		ObjectMeta: metav1.ObjectMeta{Namespace: chaosNS, Name: "hourly"},
-		Spec: chaosv1alpha1.ChaosAgentSpec{ForProvider: chaosv1alpha1.ChaosAgentParameters{
-			CancerMode: true, MaxReplicas: 64, Eagerness: 100, Interval: metav1.Duration{Duration: time.Hour}, Seed: ptr.To[int64](1605),
-		}},
-	}
-	for _, o := range []client.Object{web, cfg, rollout, victim, agent} {
+	for _, o := range []client.Object{web, cfg, rollout} {
 		if err := c.Client.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The agent doubles its Deployment once an hour, in a namespace of its own
+	// so that its scaling does not move web's generation.
+	agent, agentState := c.hourlyAgentIn(t, chaosNS)
 
 	// The first replica leads; the second waits.
 	replicas := []*provider{c.replica(t, "a")}
@@ -211,22 +203,6 @@ func TestLeaderTakeoverDoesNotRepeatWork(t *testing.T) {
 		})
 		return web.Generation
 	}
-	// agentState is what must not change when the agent's next round is an
-	// hour away.
-	agentState := func(ctx context.Context) (string, error) {
-		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(agent), agent); err != nil {
-			return "", err
-		}
-		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(victim), victim); err != nil {
-			return "", err
-		}
-		o := agent.Status.AtProvider
-		if o.LastRoundTime == nil {
-			return "", errors.New("no round yet")
-		}
-		return fmt.Sprintf("rounds %d, last round %s, scaled %d, victim replicas %d", o.RoundsRun, o.LastRoundTime.UTC().Format(time.RFC3339Nano), o.DeploymentsScaled, *victim.Spec.Replicas), nil
-	}
-
 	// The leader follows web without rolling it: its creation rolls nothing
 	// (rollOnAdoption is off); the changes below count from here.
 	eventually(t, react, "the leader to follow web without rolling it", c.adopted(rollout, web))

@@ -310,17 +310,21 @@ func TestReplicasShareTheFleet(t *testing.T) {
 	})
 }
 
-// hourlyAgent makes a ChaosAgent that doubles its Deployment once an hour, in
-// a namespace of its own on shard i, and returns it with what must not change
-// before its next round.
+// hourlyAgent is hourlyAgentIn a namespace of its own on shard i.
 func (c *cluster) hourlyAgent(t *testing.T, i int) (*chaosv1alpha1.ChaosAgent, func(context.Context) (string, error)) {
 	t.Helper()
-	ns := ""
-	for k := 0; ns == ""; k++ {
-		if n := fmt.Sprintf("team-chaos-%d", k); shard.Of(n, shards) == i {
-			ns = n
+	for k := 0; ; k++ {
+		if ns := fmt.Sprintf("team-chaos-%d", k); shard.Of(ns, shards) == i {
+			return c.hourlyAgentIn(t, ns)
 		}
 	}
+}
+
+// hourlyAgentIn makes namespace ns with a Deployment and a ChaosAgent that
+// doubles it once an hour, and returns the agent with what must not change
+// before its next round: once it ran one, no takeover may run another.
+func (c *cluster) hourlyAgentIn(t *testing.T, ns string) (*chaosv1alpha1.ChaosAgent, func(context.Context) (string, error)) {
+	t.Helper()
 	victim := deployment(ns, "victim", 1)
 	agent := &chaosv1alpha1.ChaosAgent{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "hourly"},
