@@ -347,6 +347,7 @@ func kindOptions(o Options, fc *flow.Control, reg prometheus.Registerer) (manage
 		},
 		PollJitter: o.PollJitter,
 		Flow:       fc,
+		Sharded:    o.owned != nil,
 	}
 	if o.ManagementPolicies {
 		ko.Features.Enable(feature.EnableBetaManagementPolicies)

@@ -68,7 +68,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		// A deleted or edited child, or a Deployment becoming or ceasing to
 		// be ready, is acted on at the event, not at the next poll.
 		Watch: func(b *builder.Builder) *builder.Builder {
-			for _, s := range sources(objects, own, managedkind.EnqueueOwner(o.Flow, LabelOwner, mgr.GetCache(), func() client.Object { return &v1alpha1.AppBundle{} })) {
+			for _, s := range sources(objects, own, managedkind.EnqueueOwner(o, LabelOwner, mgr.GetCache(), func() client.Object { return &v1alpha1.AppBundle{} })) {
 				b = b.WatchesRawSource(s)
 			}
 			return b

@@ -43,7 +43,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		// next poll; events that change nothing it acts on or reports are
 		// dropped (podEvents).
 		Watch: func(b *builder.Builder) *builder.Builder {
-			return b.Watches(&corev1.Pod{}, managedkind.EnqueueOwner(o.Flow, LabelOwner, mgr.GetCache(), func() client.Object { return &v1alpha1.ImmortalContainer{} }), builder.WithPredicates(podEvents()))
+			return b.Watches(&corev1.Pod{}, managedkind.EnqueueOwner(o, LabelOwner, mgr.GetCache(), func() client.Object { return &v1alpha1.ImmortalContainer{} }), builder.WithPredicates(podEvents()))
 		},
 		// A backed-off restart happens when it is due, not at the next poll.
 		PollHook: untilRestart(time.Now),

@@ -67,6 +67,10 @@ type Options struct {
 	PollJitter float64
 	// Flow ranks and bounds the controllers' reconciles and requests.
 	Flow *flow.Control
+	// Sharded says the manager caches only a share of the managed
+	// resources (internal/shard): events of the objects a kind made reach
+	// the queue only for owners in the cache.
+	Sharded bool
 }
 
 // jittered returns the poll interval hook of a kind: hook's interval, which
@@ -242,18 +246,21 @@ func (f *forgetGone) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // EnqueueOwner enqueues the managed resource named by an object's label key, in
 // the object's namespace: how each kind hears about the objects it made.
 // A change to such an object is urgent: it ranks above new managed resources.
-// Only an owner that owners (the manager's cache) holds is enqueued: a sharded
-// replica caches only its share of the managed resources, and another
-// replica's objects are none of its work.
-func EnqueueOwner(fc *flow.Control, key string, owners client.Reader, owner func() client.Object) handler.EventHandler {
-	return fc.Handler(handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
-		n, ok := o.GetLabels()[key]
+// When sharded, only an owner that owners (the manager's cache) holds is
+// enqueued: a replica caches only its share of the managed resources, and
+// another replica's objects are none of its work. Otherwise every owner is
+// in the cache, and the lookup is not made.
+func EnqueueOwner(o Options, key string, owners client.Reader, owner func() client.Object) handler.EventHandler {
+	return o.Flow.Handler(handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		n, ok := obj.GetLabels()[key]
 		if !ok {
 			return nil
 		}
-		nn := types.NamespacedName{Namespace: o.GetNamespace(), Name: n}
-		if err := owners.Get(ctx, nn, owner()); err != nil {
-			return nil
+		nn := types.NamespacedName{Namespace: obj.GetNamespace(), Name: n}
+		if o.Sharded {
+			if err := owners.Get(ctx, nn, owner()); err != nil {
+				return nil
+			}
 		}
 		return []reconcile.Request{{NamespacedName: nn}}
 	}))
