@@ -60,7 +60,7 @@ func SetupLabeler(mgr ctrl.Manager, gvk schema.GroupVersionKind, shards int) err
 		client:   mgr.GetClient(),
 		gvk:      gvk,
 		shards:   shards,
-		recorder: mgr.GetEventRecorderFor(name), //nolint:staticcheck // The events API recorder needs a broadcaster the manager does not start for us.
+		recorder: mgr.GetEventRecorderFor(name), //nolint:staticcheck // Events as the other controllers record them, with the record API.
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
