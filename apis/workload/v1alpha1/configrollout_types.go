@@ -186,6 +186,11 @@ const (
 	ReasonRolloutLimitReached      xpv2.ConditionReason = "RolloutLimitReached"
 )
 
+// ReasonDebouncing is the reason of a ConfigRollout's Ready condition while
+// spec.forProvider.debounce holds back workloads to roll: the next reconcile
+// is due when the window closes, however late that reconcile looks.
+const ReasonDebouncing xpv2.ConditionReason = "Debouncing"
+
 // An InFlightWorkload was rolled and is not available yet.
 type InFlightWorkload struct {
 	// Kind of the workload.

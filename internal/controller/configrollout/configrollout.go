@@ -151,6 +151,21 @@ func debounceDue(cr *v1alpha1.ConfigRollout, now time.Time) (time.Time, bool) {
 	return due, now.Before(due)
 }
 
+// heldByDebounce is when the workloads Observe held back for the debounce
+// window may roll, and whether it held any. It goes by what Observe decided
+// (the Ready reason), not by the clock: a window that closed between that
+// decision and the poll hook still needs the reconcile that rolls them, or
+// they would wait for the poll interval.
+func heldByDebounce(cr *v1alpha1.ConfigRollout, now time.Time) (time.Time, bool) {
+	if cr.GetCondition(xpv2.TypeReady).Reason != v1alpha1.ReasonDebouncing {
+		return time.Time{}, false
+	}
+	if due, ok := debounceDue(cr, now); ok {
+		return due, true
+	}
+	return now, true
+}
+
 type external struct {
 	cluster *target.Cluster
 	record  event.Recorder
@@ -314,7 +329,9 @@ func (e *external) conclude(cr *v1alpha1.ConfigRollout, pending int, missing, lo
 		e.record.Event(cr, event.Warning(reasonSourceMissing, errors.New(msg)))
 	case pending > 0:
 		if due, waiting := debounceDue(cr, e.now()); waiting {
-			cr.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("%d workloads to roll after the debounce window, at %s", pending, due.UTC().Format(time.RFC3339))))
+			c := xpv2.Unavailable().WithMessage(fmt.Sprintf("%d workloads to roll after the debounce window, at %s", pending, due.UTC().Format(time.RFC3339)))
+			c.Reason = v1alpha1.ReasonDebouncing
+			cr.SetConditions(c)
 			return false
 		}
 		if e.heldBack(cr) {

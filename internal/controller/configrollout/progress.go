@@ -343,7 +343,7 @@ func phaseDue(cr *v1alpha1.ConfigRollout, pr *v1alpha1.RolloutProgress, now time
 // whichever comes first.
 func untilDue(now func() time.Time) managed.PollIntervalHook {
 	return managedkind.PollUntil(now, func(cr *v1alpha1.ConfigRollout, now time.Time) (time.Time, bool) {
-		d1, ok1 := debounceDue(cr, now)
+		d1, ok1 := heldByDebounce(cr, now)
 		d2, ok2 := progressDue(cr, now)
 		switch {
 		case ok1 && ok2:

@@ -198,6 +198,63 @@ func TestProgressDue(t *testing.T) {
 	}
 }
 
+// TestUntilDueDebounce checks the poll hook of a rollout that a debounce
+// window held back: the reconcile that rolls is due when the window closes,
+// and at once when it closed after Observe decided to wait.
+func TestUntilDueDebounce(t *testing.T) {
+	now := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
+	const poll = time.Minute
+	cases := map[string]struct {
+		reason  string
+		changed time.Time
+		ready   xpv2.Condition
+		want    time.Duration
+	}{
+		"Open": {
+			reason:  "A window still open brings the reconcile forward to its end.",
+			changed: now.Add(-20 * time.Second),
+			ready:   debouncing(),
+			want:    10 * time.Second,
+		},
+		"ClosedSinceObserve": {
+			reason:  "A window that closed after Observe held the workloads back is due at once, not at the poll.",
+			changed: now.Add(-31 * time.Second),
+			ready:   debouncing(),
+			want:    10 * time.Millisecond,
+		},
+		"Rolled": {
+			reason:  "Once nothing is held back, a closed window brings nothing forward.",
+			changed: now.Add(-31 * time.Second),
+			ready:   xpv2.Available(),
+			want:    poll,
+		},
+		"OtherReason": {
+			reason:  "A rollout not Ready for another reason waits for the poll, or it would loop.",
+			changed: now.Add(-31 * time.Second),
+			ready:   xpv2.Unavailable().WithMessage("Deployment api does not exist"),
+			want:    poll,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cr := &v1alpha1.ConfigRollout{}
+			cr.Spec.ForProvider.Debounce = &metav1.Duration{Duration: 30 * time.Second}
+			cr.Status.AtProvider.ChangedAt = &metav1.Time{Time: tc.changed}
+			cr.SetConditions(tc.ready)
+			if got := untilDue(func() time.Time { return now })(cr, poll); got != tc.want {
+				t.Errorf("\n%s\nuntilDue(...) = %s, want %s", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
+
+// debouncing is the Ready condition of a rollout a debounce window holds back.
+func debouncing() xpv2.Condition {
+	c := xpv2.Unavailable()
+	c.Reason = v1alpha1.ReasonDebouncing
+	return c
+}
+
 // TestWaitingTable checks the table that routes in-flight workloads' status
 // events: the wave Update rolls is in it before its status events come (its
 // own patch's event is not heard), it holds only the rollouts' in-flight
