@@ -13,6 +13,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -151,6 +152,9 @@ func main() {
 func run(o options) error {
 	zl := zap.New(zap.UseDevMode(o.debug))
 	log := logging.NewLogrLogger(zl.WithName("provider-clusterops"))
+	// client-go's own lines (leader election, a watch that ended) in the
+	// provider's format and stream, not klog's.
+	klog.SetLogger(zl.WithName("client-go"))
 	if o.debug {
 		ctrl.SetLogger(zl)
 	} else {
