@@ -48,6 +48,9 @@ type health struct {
 	probe func(context.Context) error
 	// stall is stallAfter but in tests.
 	stall time.Duration
+	// back, when set, is told (on a goroutine of its own) each time the
+	// cluster answers again after an outage.
+	back func()
 
 	mu         sync.Mutex
 	lastAnswer time.Time
@@ -103,10 +106,19 @@ func (h *health) answered(caller context.Context, err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err == nil {
-		h.down, h.lastAnswer = nil, h.now()
+		h.up()
+		h.lastAnswer = h.now()
 		return
 	}
 	h.trip(err.Error())
+}
+
+// up ends an outage, if there is one, and says so. h.mu is held.
+func (h *health) up() {
+	if h.down != nil && h.back != nil {
+		go h.back()
+	}
+	h.down = nil
 }
 
 // suspect probes the cluster for a request that has waited stallAfter since
@@ -168,7 +180,7 @@ func (h *health) check(ctx context.Context) error {
 	defer h.mu.Unlock()
 	h.probing = false
 	if err == nil {
-		h.down = nil
+		h.up()
 		return nil
 	}
 	if h.down == nil {

@@ -203,3 +203,57 @@ func TestHealthStall(t *testing.T) {
 		})
 	}
 }
+
+// TestHealthSaysWhenBack: the end of an outage is told once, whether a probe
+// or a request finds the cluster again, and an answer without an outage
+// tells nothing.
+func TestHealthSaysWhenBack(t *testing.T) {
+	c := &clock{t: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}
+	h := newHealth("far", c.now)
+	back := make(chan struct{}, 4)
+	h.back = func() { back <- struct{}{} }
+	up := false
+	rt := h.wrap(roundTripper(func(*http.Request) (*http.Response, error) {
+		if !up {
+			return nil, errors.New("connection refused")
+		}
+		return &http.Response{StatusCode: http.StatusOK, Body: io.NopCloser(strings.NewReader(""))}, nil
+	}))
+	h.probe = func(context.Context) error {
+		if up {
+			return nil
+		}
+		return errors.New("connection refused")
+	}
+	told := func(want int) {
+		t.Helper()
+		got := 0
+		for deadline := time.After(time.Second); ; {
+			select {
+			case <-back:
+				got++
+				continue
+			case <-deadline:
+			}
+			break
+		}
+		if got != want {
+			t.Errorf("told %d times the cluster is back, want %d", got, want)
+		}
+	}
+
+	_ = get(t, rt, "https://far/api") // Down.
+	up = true
+	c.t = c.t.Add(2 * probeEvery) // A probe is due.
+	if err := h.check(context.Background()); err != nil {
+		t.Fatalf("a probe that got an answer: %v", err)
+	}
+	told(1)
+	_ = get(t, rt, "https://far/api") // Up all along: nothing to tell.
+	told(0)
+	up = false
+	_ = get(t, rt, "https://far/api") // Down again, then a request answers.
+	up = true
+	_ = get(t, rt, "https://far/api")
+	told(1)
+}

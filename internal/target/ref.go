@@ -37,10 +37,12 @@ func (r *Resolver) ResolveRef(ctx context.Context, mg resource.ModernManaged, re
 	if err := r.trackRef(ctx, mg, ref, role); err != nil {
 		return nil, err
 	}
-	rc, err := r.config(ctx, withRef{ModernManaged: mg, ref: &ref})
+	w := withRef{ModernManaged: mg, ref: &ref}
+	rc, err := r.config(ctx, w)
 	if err != nil {
 		return nil, err
 	}
+	rc.key = ConfigKey(w)
 	return r.cluster(ctx, rc)
 }
 

@@ -51,6 +51,60 @@ type Resolver struct {
 	mu       sync.Mutex
 	localCli client.Client
 	remote   map[string]*remoteEntry // by config kind/namespace/name
+	// recovered are told the ConfigKey of a remote cluster's config when
+	// the cluster answers again after an outage.
+	recovered map[int]func(configKey string)
+	nextID    int
+}
+
+// ConfigKey names the config mg's spec.providerConfigRef points at: its kind,
+// namespace (a ProviderConfig's is mg's own, a ClusterProviderConfig has
+// none) and name; "" when there is no reference.
+func ConfigKey(mg resource.ModernManaged) string {
+	ref := mg.GetProviderConfigReference()
+	if ref == nil || ref.Name == "" {
+		return ""
+	}
+	ns := ""
+	if ref.Kind == v1alpha1.ProviderConfigKind {
+		ns = mg.GetNamespace()
+	}
+	return ref.Kind + "/" + ns + "/" + ref.Name
+}
+
+// OnRecovered calls fn with the ConfigKey of a remote cluster's config each
+// time that cluster answers again after an outage, until ctx ends: the
+// managed resources that failed while it was away need not wait for their
+// backoff to end.
+func (r *Resolver) OnRecovered(ctx context.Context, fn func(configKey string)) {
+	r.mu.Lock()
+	if r.recovered == nil {
+		r.recovered = map[int]func(string){}
+	}
+	id := r.nextID
+	r.nextID++
+	r.recovered[id] = fn
+	r.mu.Unlock()
+	go func() {
+		<-ctx.Done()
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.recovered, id)
+	}()
+}
+
+// clusterBack tells every OnRecovered function that the cluster of the config
+// key names answers again.
+func (r *Resolver) clusterBack(key string) {
+	r.mu.Lock()
+	fns := make([]func(string), 0, len(r.recovered))
+	for _, fn := range r.recovered {
+		fns = append(fns, fn)
+	}
+	r.mu.Unlock()
+	for _, fn := range fns {
+		fn(key)
+	}
 }
 
 type remoteEntry struct {
@@ -91,6 +145,7 @@ func NewResolver(kube client.Client, secrets client.Reader, local *rest.Config, 
 // resolvedConfig is what a managed resource's config says, whichever its kind.
 type resolvedConfig struct {
 	object    metav1.Object
+	key       string // ConfigKey
 	display   string
 	source    string
 	secretRef *types.NamespacedName
@@ -116,6 +171,7 @@ func (r *Resolver) Resolve(ctx context.Context, mg resource.ModernManaged) (*Clu
 	if err != nil {
 		return nil, err
 	}
+	rc.key = ConfigKey(mg)
 	return r.cluster(ctx, rc)
 }
 
@@ -263,6 +319,8 @@ func (r *Resolver) remoteCluster(ctx context.Context, rc *resolvedConfig) (*Clus
 	// Every client and watch of the cluster shares one health, through the
 	// config's transport.
 	h := newHealth(rc.display, r.now)
+	configKey := rc.key
+	h.back = func() { r.clusterBack(configKey) }
 	cfg.Wrap(h.wrap)
 	cli, err := r.newClient(cfg)
 	if err != nil {

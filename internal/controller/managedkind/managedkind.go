@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/controller"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -93,6 +94,15 @@ func jittered(hook managed.PollIntervalHook, jitter float64, random func() float
 func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Resolver, k Kind[T]) error {
 	gk := schema.GroupKind{Group: k.GroupVersionKind.Group, Kind: k.GroupVersionKind.Kind}.String()
 	name := managed.ControllerName(gk)
+	// First, as it maps the kind (a field index): a kind whose CRD discovery
+	// does not list yet fails here, before it registers anything.
+	var back source.Source
+	if r != nil {
+		var err error
+		if back, err = recovered(mgr, r, k.Object, k.List); err != nil {
+			return errors.Wrapf(err, "cannot set up %s controller", gk)
+		}
+	}
 	rec := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
 	opts := []managed.ReconcilerOption{
 		managed.WithTypedExternalConnector[T](&target.Connector[T]{Resolver: r, Recorder: rec, NewClient: k.NewClient}),
@@ -154,6 +164,9 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 			}))
 	if k.Watch != nil {
 		b = k.Watch(b)
+	}
+	if back != nil {
+		b = b.WatchesRawSource(back)
 	}
 	var rr reconcile.Reconciler = retryConflicts{Reconciler: errors.WithSilentRequeueOnConflict(mr), conflicts: cf}
 	rr = pollAfterCreate{Reconciler: rr, poll: jittered(k.PollHook, o.PollJitter, rand.Float64), interval: o.PollInterval}

@@ -1,0 +1,77 @@
+package managedkind
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
+	"github.com/clusterops/provider-clusterops/internal/target"
+)
+
+// indexConfig is the field index of a kind's managed resources by the config
+// their spec.providerConfigRef names (target.ConfigKey).
+const indexConfig = "managed.providerconfig"
+
+// recovered is a source of a kind's managed resources that failed on a remote
+// cluster: each time the cluster answers again after an outage
+// (target.Resolver.OnRecovered), those whose config names it and whose Synced
+// condition is False are queued at once. Their retries would otherwise wait
+// out a backoff that an outage of minutes stretched to its cap, a minute,
+// and then for the rate limiter all at once. Resources that did not fail are
+// not queued: they lost nothing.
+func recovered(mgr ctrl.Manager, r *target.Resolver, obj client.Object, list client.ObjectList) (source.Source, error) {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), obj, indexConfig, configKeys); err != nil {
+		return nil, errors.Wrap(err, "cannot index managed resources by their config")
+	}
+	c := mgr.GetCache()
+	return source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		r.OnRecovered(ctx, func(key string) {
+			for _, req := range failedOn(ctx, c, list, key) {
+				q.Add(req)
+			}
+		})
+		return nil
+	}), nil
+}
+
+// failedOn are the requests of the managed resources of list's kind whose
+// config is key and whose Synced condition is False, as c holds them.
+func failedOn(ctx context.Context, c client.Reader, list client.ObjectList, key string) []reconcile.Request {
+	l, ok := list.DeepCopyObject().(client.ObjectList)
+	if !ok || c.List(ctx, l, client.MatchingFields{indexConfig: key}) != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	_ = meta.EachListItem(l, func(o runtime.Object) error {
+		if mg, ok := o.(resource.Managed); ok && mg.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionFalse {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}})
+		}
+		return nil
+	})
+	return out
+}
+
+// configKeys are a managed resource's values of indexConfig.
+func configKeys(o client.Object) []string {
+	mg, ok := o.(resource.ModernManaged)
+	if !ok {
+		return nil
+	}
+	if k := target.ConfigKey(mg); k != "" {
+		return []string{k}
+	}
+	return nil
+}
