@@ -44,6 +44,7 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/flow"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
@@ -276,11 +277,15 @@ func clientConfigs(o Options, fc *flow.Control, reg prometheus.Registerer) (loca
 // newManager makes the controller manager, with its cache, endpoints and
 // leader election.
 func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config) (ctrl.Manager, error) {
-	co, err := cacheOptions(o.Sync)
+	share, err := o.share()
 	if err != nil {
 		return nil, err
 	}
-	sharded, err := shardCacheOptions(o)
+	co, err := cacheOptions(o.Sync, share)
+	if err != nil {
+		return nil, err
+	}
+	sharded, err := shardCacheOptions(o, share)
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +352,9 @@ func kindOptions(o Options, fc *flow.Control, reg prometheus.Registerer) (manage
 		},
 		PollJitter: o.PollJitter,
 		Flow:       fc,
-		Sharded:    o.owned != nil,
+	}
+	if ko.Share, err = o.share(); err != nil {
+		return managedkind.Options{}, err
 	}
 	if o.ManagementPolicies {
 		ko.Features.Enable(feature.EnableBetaManagementPolicies)
@@ -383,8 +390,9 @@ func (p *Provider) Start(ctx context.Context) error {
 // with it. A controller added to a running manager starts at once.
 func (p *Provider) SetUp() <-chan struct{} { return p.setUp }
 
-// cacheOptions scope the manager's cache to what the provider acts on.
-func cacheOptions(sync time.Duration) (cache.Options, error) {
+// cacheOptions scope the manager's cache to what the provider acts on; on a
+// sharded replica (share), to what its shards' managed resources made.
+func cacheOptions(sync time.Duration, share labels.Selector) (cache.Options, error) {
 	ownedPods, err := ownedBy(immortalcontainer.LabelOwner)
 	if err != nil {
 		return cache.Options{}, err
@@ -393,6 +401,7 @@ func cacheOptions(sync time.Duration) (cache.Options, error) {
 	if err != nil {
 		return cache.Options{}, err
 	}
+	ownedPods, ownedByBundle = shard.Within(ownedPods, share), shard.Within(ownedByBundle, share)
 	byObject := configrollout.CacheOptions()
 	maps.Copy(byObject, map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                   {Label: ownedPods},

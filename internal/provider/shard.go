@@ -4,37 +4,40 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 
 	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
 	"github.com/clusterops/provider-clusterops/internal/shard"
 )
 
-// shardCacheOptions scope a sharded replica's caches: its share's manager
-// caches only the managed resources labelled with its shards, so that a
-// replica holds its share of the fleet, not all of it; its leading part
-// caches only the resources the labeler has yet to label.
-func shardCacheOptions(o Options) (map[client.Object]cache.ByObject, error) {
+// share selects the managed resources of the shards the replica acts on,
+// and what they made; nil unless it is a sharded replica's share.
+func (o Options) share() (labels.Selector, error) {
+	if o.owned == nil {
+		return nil, nil
+	}
+	return shard.Share(o.owned)
+}
+
+// shardCacheOptions scope a sharded replica's caches of managed resources: its
+// share's manager caches only those labelled with its shards (share), so that
+// a replica holds its share of the fleet, not all of it; its leading part
+// caches only the resources the labeler has yet to label. (The objects they
+// make are scoped by cacheOptions.)
+func shardCacheOptions(o Options, share labels.Selector) (map[client.Object]cache.ByObject, error) {
 	switch {
 	case o.Shards <= 0:
 		return nil, nil
-	case o.owned == nil:
+	case share == nil:
 		return shard.LabelerCacheOptions(clusterops.ManagedKinds(), o.Shards)
 	}
-	r, err := labels.NewRequirement(shard.Label, selection.In, shard.Names(o.owned))
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot select the managed resources of the replica's shards")
-	}
-	sel := labels.NewSelector().Add(*r)
 	out := map[client.Object]cache.ByObject{}
 	for _, obj := range clusterops.ManagedObjects() {
-		out[obj] = cache.ByObject{Label: sel}
+		out[obj] = cache.ByObject{Label: share}
 	}
 	return out, nil
 }

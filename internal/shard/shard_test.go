@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 func TestParse(t *testing.T) {
@@ -165,4 +166,39 @@ func abs(i int) int {
 		return -i
 	}
 	return i
+}
+
+func TestShareSelectsOwnedAndCarried(t *testing.T) {
+	share, err := Share([]int{1, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owned := Carry(map[string]string{"app": "x"}, map[string]string{Label: "3"})
+	other := Carry(map[string]string{"app": "x"}, map[string]string{Label: "2"})
+	none := Carry(map[string]string{"app": "x"}, nil)
+	if _, ok := none[Label]; ok {
+		t.Errorf("Carry from an owner without a shard = %v, want no shard label", none)
+	}
+	base, err := labels.Parse("app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := Within(base, share)
+	for _, c := range []struct {
+		reason string
+		labels map[string]string
+		want   bool
+	}{
+		{"An object carrying an owned shard is the replica's.", owned, true},
+		{"An object carrying another shard is not.", other, false},
+		{"An object without a shard label is not.", none, false},
+		{"An owned shard without the base selector's label is not.", map[string]string{Label: "1"}, false},
+	} {
+		if got := sel.Matches(labels.Set(c.labels)); got != c.want {
+			t.Errorf("%s\n%s matches %v = %t, want %t", c.reason, sel, c.labels, got, c.want)
+		}
+	}
+	if got := Within(base, nil); got.String() != base.String() {
+		t.Errorf("Within(sel, nil) = %s, want %s", got, base)
+	}
 }

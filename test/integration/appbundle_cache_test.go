@@ -80,7 +80,7 @@ func TestAppBundleCacheLeavesConfigRolloutsDeploymentsAlone(t *testing.T) {
 			&corev1.Service{}:               {Label: owned},
 		},
 	})
-	bundles := startedCache(t, appbundle.CacheOptions(env.Scheme, nil, nil))
+	bundles := startedCache(t, appbundle.CacheOptions(env.Scheme, nil, nil, nil))
 
 	for name, lbls := range map[string]map[string]string{
 		"plain": {"app": "plain"},

@@ -45,7 +45,7 @@ const reasonStorageRefused xpv2.ConditionReason = "ChangeRefused"
 
 // Setup adds the AppBundle controller to mgr.
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
-	objects, err := cache.New(mgr.GetConfig(), CacheOptions(mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient()))
+	objects, err := cache.New(mgr.GetConfig(), CacheOptions(mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient(), o.Share))
 	if err != nil {
 		return errors.Wrap(err, "cannot create the cache of the AppBundles' objects")
 	}

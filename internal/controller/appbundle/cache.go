@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	klabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/clusterops/provider-clusterops/internal/ownwrite"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 )
 
 // AppBundles watch and read their Deployments, claims and Services through a
@@ -28,16 +30,17 @@ import (
 // ConfigRollout relies on.
 
 // CacheOptions are the options of the cache of the objects AppBundles make:
-// Deployments, claims and Services that carry LabelOwner, each with only the
-// managed fields of the provider's field manager (what it owns of an object is
-// what drift is judged by: see drift.go) and none of the others', which a
-// bundle never reads and would only cost heap.
-func CacheOptions(s *runtime.Scheme, m apimeta.RESTMapper, hc *http.Client) cache.Options {
+// Deployments, claims and Services that carry LabelOwner (and, on a sharded
+// replica, a shard of share), each with only the managed fields of the
+// provider's field manager (what it owns of an object is what drift is judged
+// by: see drift.go) and none of the others', which a bundle never reads and
+// would only cost heap.
+func CacheOptions(s *runtime.Scheme, m apimeta.RESTMapper, hc *http.Client, share klabels.Selector) cache.Options {
 	return cache.Options{
 		HTTPClient:           hc,
 		Scheme:               s,
 		Mapper:               m,
-		DefaultLabelSelector: bundleMark.Exists(),
+		DefaultLabelSelector: shard.Within(bundleMark.Exists(), share),
 		DefaultTransform:     keepOwnManagedFields,
 	}
 }

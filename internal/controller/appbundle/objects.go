@@ -14,6 +14,7 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/ownership"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 )
 
 // LabelOwner names the AppBundle that owns a Deployment, claim or Service. The
@@ -42,6 +43,14 @@ func PVCName(ab *v1alpha1.AppBundle) string { return ab.GetName() + "-data" }
 
 func labels(ab *v1alpha1.AppBundle) map[string]string {
 	return map[string]string{bundleMark.Key: bundleMark.Value(ab), labelManagedBy: ownership.ManagedBy}
+}
+
+// objectLabels are the labels of the objects an AppBundle makes: its pods'
+// and, on a sharded provider, its shard, so that the replica acting on the
+// bundle watches them. Never in the pod template: a bundle moved to another
+// shard must not restart its pods.
+func objectLabels(ab *v1alpha1.AppBundle) map[string]string {
+	return shard.Carry(labels(ab), ab.GetLabels())
 }
 
 // selector selects the AppBundle's pods; it must never change, as a
@@ -97,7 +106,7 @@ func desiredPVC(ab *v1alpha1.AppBundle, local bool) *corev1ac.PersistentVolumeCl
 	if p.Storage.StorageClassName != nil {
 		spec.WithStorageClassName(*p.Storage.StorageClassName)
 	}
-	c := corev1ac.PersistentVolumeClaim(PVCName(ab), ab.GetNamespace()).WithLabels(labels(ab)).WithSpec(spec)
+	c := corev1ac.PersistentVolumeClaim(PVCName(ab), ab.GetNamespace()).WithLabels(objectLabels(ab)).WithSpec(spec)
 	if local && p.PVCDeletionPolicy == v1alpha1.PVCDelete {
 		c.WithOwnerReferences(ownerReference(ab))
 	}
@@ -141,7 +150,7 @@ func desiredDeployment(ab *v1alpha1.AppBundle, local bool) (*appsv1ac.Deployment
 	if recreate(ab) {
 		spec.WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType))
 	}
-	d := appsv1ac.Deployment(ab.GetName(), ab.GetNamespace()).WithLabels(labels(ab)).WithSpec(spec)
+	d := appsv1ac.Deployment(ab.GetName(), ab.GetNamespace()).WithLabels(objectLabels(ab)).WithSpec(spec)
 	if local {
 		d.WithOwnerReferences(ownerReference(ab))
 	}
@@ -189,7 +198,7 @@ func desiredService(ab *v1alpha1.AppBundle, local bool) *corev1ac.ServiceApplyCo
 		return nil
 	}
 	port := *ab.Spec.ForProvider.Port
-	s := corev1ac.Service(ab.GetName(), ab.GetNamespace()).WithLabels(labels(ab)).
+	s := corev1ac.Service(ab.GetName(), ab.GetNamespace()).WithLabels(objectLabels(ab)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(corev1.ServiceType(ab.Spec.ForProvider.Service)).
 			WithSelector(selector(ab)).

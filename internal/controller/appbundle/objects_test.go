@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 )
 
 func TestDesiredObjects(t *testing.T) {
@@ -111,4 +112,38 @@ func typedDeployment(t *testing.T, ab *v1alpha1.AppBundle, local bool) *appsv1.D
 		t.Fatal(err)
 	}
 	return typed[appsv1.Deployment](t, ac)
+}
+
+// TestShardLabelOnObjectsOnly: on a sharded provider an AppBundle's objects
+// carry its shard, so that the replica acting on it watches them; its pod
+// template does not, so that a move to another shard restarts nothing.
+func TestShardLabelOnObjectsOnly(t *testing.T) {
+	a := ab(func(a *v1alpha1.AppBundle) {
+		a.SetLabels(map[string]string{shard.Label: "5"})
+		a.Spec.ForProvider.Port = ptr.To[int32](8080)
+		a.Spec.ForProvider.Service = v1alpha1.ServiceClusterIP
+	})
+	d, err := desiredDeployment(a, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, l := range map[string]map[string]string{
+		"Deployment": d.Labels,
+		"claim":      desiredPVC(a, true).Labels,
+		"Service":    desiredService(a, true).Labels,
+	} {
+		if l[shard.Label] != "5" {
+			t.Errorf("%s labels %v, want shard 5", what, l)
+		}
+	}
+	if _, ok := d.Spec.Template.Labels[shard.Label]; ok {
+		t.Errorf("pod template labels %v carry the shard: a move would restart the pods", d.Spec.Template.Labels)
+	}
+	unsharded, err := desiredDeployment(ab(), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := unsharded.Labels[shard.Label]; ok {
+		t.Errorf("an AppBundle without a shard label made a Deployment labelled %v", unsharded.Labels)
+	}
 }

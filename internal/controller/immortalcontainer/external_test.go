@@ -14,9 +14,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 )
 
 // The table tests of the external client: each branch of Observe, Create,
@@ -61,6 +63,24 @@ func ownPod(uid string, phase corev1.PodPhase, mutate ...func(*corev1.Pod)) *cor
 func foreign(p *corev1.Pod) { p.Labels = map[string]string{"app": "someone-else"} }
 
 func stale(p *corev1.Pod) { p.Annotations[annotationSpecHash] = "an-older-spec" }
+
+// inShard3 puts an ImmortalContainer in shard 3 of a sharded provider.
+func inShard3(ic *v1alpha1.ImmortalContainer) *v1alpha1.ImmortalContainer {
+	ic.SetLabels(map[string]string{shard.Label: "3"})
+	return ic
+}
+
+// shardLabel is the shard label the pod carries, "-" for none.
+func shardLabel(e *external) (string, error) {
+	p := &corev1.Pod{}
+	if err := e.cluster.Client.Get(context.Background(), types.NamespacedName{Namespace: "apps", Name: "web-immortalpod"}, p); err != nil {
+		return "", err
+	}
+	if v, ok := p.Labels[shard.Label]; ok {
+		return v, nil
+	}
+	return "-", nil
+}
 
 // pods returns the UIDs of the pods the cluster holds, "new" for one without
 // (created by the call under test: the fake client does not set UIDs).
@@ -122,6 +142,13 @@ func TestExternalObserve(t *testing.T) {
 			ic:       immortal(false),
 			existing: []client.Object{ownPod("p1", corev1.PodFailed)},
 			want:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true},
+			wantPods: []string{"p1"},
+		},
+		"ShardLabelMissing": {
+			reason:   "A pod without the shard label its ImmortalContainer carries (made before sharding, or before a move) is not up to date, so that Update labels it.",
+			ic:       inShard3(immortal(false)),
+			existing: []client.Object{ownPod("p1", corev1.PodRunning)},
+			want:     managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: false},
 			wantPods: []string{"p1"},
 		},
 		"Terminating": {
@@ -217,6 +244,22 @@ func TestExternalCreateUpdateDelete(t *testing.T) {
 				return err
 			},
 			wantPods: []string{},
+		},
+		"UpdateLabelsInPlace": {
+			reason:   "A pod of the current spec that lacks its ImmortalContainer's shard label is labelled, not replaced: moving to another shard restarts nothing.",
+			ic:       inShard3(immortal(false)),
+			existing: []client.Object{ownPod("p1", corev1.PodRunning)},
+			call: func(e *external, ic *v1alpha1.ImmortalContainer) error {
+				if _, err := e.Update(context.Background(), ic); err != nil {
+					return err
+				}
+				got, err := shardLabel(e)
+				if err == nil && got != "3" {
+					err = errors.Errorf("pod labelled shard %q, want 3", got)
+				}
+				return err
+			},
+			wantPods: []string{"p1"},
 		},
 		"UpdateWithoutPod": {
 			reason: "Update of an ImmortalContainer whose pod is already gone does nothing.",

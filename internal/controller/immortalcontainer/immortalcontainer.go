@@ -4,6 +4,7 @@ package immortalcontainer
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/ownership"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
@@ -148,7 +150,7 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 	default:
 		ic.SetConditions(xpv2.Unavailable().WithMessage(fmt.Sprintf("pod is %s", pod.Status.Phase)))
 	}
-	upToDate := pod.GetAnnotations()[annotationSpecHash] == specHash(ic.Spec.ForProvider)
+	upToDate := sameSpec(ic, pod) && shardLabelled(ic, pod)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ConnectionDetails: details}, nil
 }
 
@@ -222,11 +224,16 @@ func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 }
 
 // Update replaces a pod whose parameters changed: most pod fields cannot change
-// in place, and the replacement is created on the deletion event.
+// in place, and the replacement is created on the deletion event. A pod that
+// runs the current parameters and only lacks its ImmortalContainer's shard
+// label is labelled in place: moving to another shard restarts nothing.
 func (e *external) Update(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalUpdate, error) {
 	pod, err := e.current(ctx, ic)
 	if err != nil {
 		return managed.ExternalUpdate{}, err
+	}
+	if pod != nil && sameSpec(ic, pod) {
+		return managed.ExternalUpdate{ConnectionDetails: connectionDetails(ic, pod)}, e.relabel(ctx, ic, pod)
 	}
 	// The pod is going away: its IP with it.
 	details := connectionDetails(ic, nil)
@@ -234,6 +241,21 @@ func (e *external) Update(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 		return managed.ExternalUpdate{ConnectionDetails: details}, nil
 	}
 	return managed.ExternalUpdate{ConnectionDetails: details}, e.deletePod(ctx, pod)
+}
+
+// relabel gives pod the shard label its ImmortalContainer carries, or takes
+// it away when the ImmortalContainer carries none.
+func (e *external) relabel(ctx context.Context, ic *v1alpha1.ImmortalContainer, pod *corev1.Pod) error {
+	var v any // null: the label goes
+	if s, ok := ic.GetLabels()[shard.Label]; ok {
+		v = s
+	}
+	b, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{shard.Label: v}}})
+	if err != nil {
+		return errors.Wrap(err, "cannot encode the shard label")
+	}
+	err = e.cluster.Client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, b))
+	return errors.Wrapf(resource.IgnoreNotFound(err), "cannot give pod %q its shard label", pod.GetName())
 }
 
 func (e *external) Delete(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalDelete, error) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/ownership"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 )
 
 const (
@@ -62,7 +63,7 @@ func desiredPod(ic *v1alpha1.ImmortalContainer, ownerRef bool) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        PodName(ic),
 			Namespace:   ic.GetNamespace(),
-			Labels:      map[string]string{podMark.Key: podMark.Value(ic), ownership.LabelManagedBy: ownership.ManagedBy},
+			Labels:      shard.Carry(map[string]string{podMark.Key: podMark.Value(ic), ownership.LabelManagedBy: ownership.ManagedBy}, ic.GetLabels()),
 			Annotations: map[string]string{annotationSpecHash: specHash(p)},
 		},
 		Spec: corev1.PodSpec{
@@ -75,6 +76,21 @@ func desiredPod(ic *v1alpha1.ImmortalContainer, ownerRef bool) *corev1.Pod {
 		meta.AddOwnerReference(pod, meta.AsController(meta.TypedReferenceTo(ic, v1alpha1.ImmortalContainerGroupVersionKind)))
 	}
 	return pod
+}
+
+// sameSpec reports whether pod runs the ImmortalContainer's current
+// parameters.
+func sameSpec(ic *v1alpha1.ImmortalContainer, pod *corev1.Pod) bool {
+	return pod.GetAnnotations()[annotationSpecHash] == specHash(ic.Spec.ForProvider)
+}
+
+// shardLabelled reports whether pod carries the shard label its
+// ImmortalContainer carries, or neither carries one: the replica acting on
+// the ImmortalContainer watches only the pods of its shards.
+func shardLabelled(ic *v1alpha1.ImmortalContainer, pod *corev1.Pod) bool {
+	want, wanted := ic.GetLabels()[shard.Label]
+	got, has := pod.GetLabels()[shard.Label]
+	return wanted == has && want == got
 }
 
 // ended reports whether a pod has stopped for good (it never restarts itself).

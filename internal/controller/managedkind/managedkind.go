@@ -7,6 +7,7 @@ import (
 	"time"
 
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -68,10 +69,12 @@ type Options struct {
 	PollJitter float64
 	// Flow ranks and bounds the controllers' reconciles and requests.
 	Flow *flow.Control
-	// Sharded says the manager caches only a share of the managed
-	// resources (internal/shard): events of the objects a kind made reach
-	// the queue only for owners in the cache.
-	Sharded bool
+	// Share selects, on a sharded replica, the managed resources of its
+	// shards and the objects they made (internal/shard): the manager caches
+	// only those, a kind's own caches of the objects it makes select them
+	// too, and events of those objects reach the queue only for owners in
+	// the cache. Nil without sharding.
+	Share labels.Selector
 }
 
 // jittered returns the poll interval hook of a kind: hook's interval, which
@@ -270,7 +273,7 @@ func EnqueueOwner(o Options, key string, owners client.Reader, owner func() clie
 			return nil
 		}
 		nn := types.NamespacedName{Namespace: obj.GetNamespace(), Name: n}
-		if o.Sharded {
+		if o.Share != nil {
 			if err := owners.Get(ctx, nn, owner()); err != nil {
 				return nil
 			}

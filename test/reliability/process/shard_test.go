@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -192,6 +193,36 @@ func TestReplicasShareTheFleet(t *testing.T) {
 		if !slices.Equal(by, []string{owner[i].name}) {
 			t.Errorf("%s (shard %d, held by %s) reconciled by %v", key, i, owner[i].name, by)
 		}
+	}
+
+	// What the AppBundles made carries their shard, so that only its holder
+	// watches it; pinned to another shard, a bundle's objects are labelled
+	// again in place by the new holder, neither made again nor rolled.
+	for _, b := range f.bundles {
+		want := shard.Name(shard.Of(b.ab.Namespace, shards))
+		if b.deployment.Labels[shard.Label] != want || b.claim.Labels[shard.Label] != want {
+			t.Errorf("AppBundle %s/%s: Deployment labelled shard %q, claim %q, want %q", b.ab.Namespace, b.ab.Name, b.deployment.Labels[shard.Label], b.claim.Labels[shard.Label], want)
+		}
+	}
+	moved := f.bundles[0]
+	movedTo := shard.Name((shard.Of(moved.ab.Namespace, shards) + 1) % shards)
+	pin := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+shard.Label+`":"`+movedTo+`"}}}`))
+	if err := c.Client.Patch(context.Background(), moved.ab, pin); err != nil {
+		t.Fatal(err)
+	}
+	dep, claim := &appsv1.Deployment{}, &corev1.PersistentVolumeClaim{}
+	eventually(t, react, "the moved AppBundle's objects to carry its new shard", func(ctx context.Context) (bool, error) {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(moved.ab), dep); err != nil {
+			return false, err
+		}
+		if err := c.Client.Get(ctx, claimKey(moved.ab), claim); err != nil {
+			return false, err
+		}
+		return dep.Labels[shard.Label] == movedTo && claim.Labels[shard.Label] == movedTo, nil
+	})
+	if dep.UID != moved.deployment.UID || dep.Generation != moved.deployment.Generation || claim.UID != moved.claim.UID {
+		t.Errorf("the moved AppBundle's Deployment is at generation %d (was %d), made again: %t; claim made again: %t",
+			dep.Generation, moved.deployment.Generation, dep.UID != moved.deployment.UID, claim.UID != moved.claim.UID)
 	}
 
 	// A resource created now is labelled and acted on at once; one pinned
