@@ -72,6 +72,18 @@ bench: ## Run the benchmarks on the local control plane and write docs/performan
 bench-fleet: ## Run the fleet benchmarks (every kind, 100 to 10,000 at once) and add them to docs/performance.md.
 	cluster/local/bench-fleet.sh
 
+.PHONY: bench-faults
+bench-faults: ## Run the fleet-wide fault scenarios at full size (docs/faults.md).
+	cluster/local/bench-faults.sh
+
+.PHONY: soak
+soak: ## Run 10,000 managed resources under steady churn for an hour (docs/faults.md).
+	cluster/local/soak.sh
+
+.PHONY: bench-sharded
+bench-sharded: ## Run the sharded tier: 10,000 CopyRules and ConfigRollouts shared by 1, 2 and 4 replicas (docs/performance.md).
+	FLEET_KINDS= FLEET_SHARDED="copyrule configrollout" cluster/local/bench-fleet.sh
+
 .PHONY: bench-ab
 bench-ab: ## A/B the flow-control flags on fleets of 10,000 (docs/fleet/ab.md).
 	cluster/local/bench-ab.sh

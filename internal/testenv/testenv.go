@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -256,9 +258,13 @@ func (e *Env) RunProviderAtRate(ctx context.Context, poll time.Duration, rate in
 	if e.Log != nil {
 		w = append(w, e.Log)
 	}
+	// client-go's lines (leader election, watches that ended) go where the
+	// provider's do, as cmd/provider sends them: not to the test's output.
+	klog.SetLogger(logr.Discard())
 	if len(w) > 0 {
 		zl := zap.New(zap.UseDevMode(true), zap.WriteTo(io.MultiWriter(w...)))
 		ctrl.SetLogger(zl)
+		klog.SetLogger(zl.WithName("client-go"))
 		log = logging.NewLogrLogger(zl)
 	}
 	e.ManagerWrites, e.Requests = &RequestLog{}, &RequestLog{}
@@ -317,11 +323,19 @@ func (e *Env) Namespace(t testing.TB, prefix string, lbls map[string]string) str
 // the reason the condition does not hold yet.
 func Eventually(t testing.TB, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
+	EventuallyEvery(t, 50*time.Millisecond, timeout, what, cond)
+}
+
+// EventuallyEvery is Eventually polling every interval: a condition that lists
+// a fleet of thousands would otherwise load the API server it observes.
+func EventuallyEvery(t testing.TB, interval, timeout time.Duration, what string, cond func(ctx context.Context) (bool, error)) {
+	t.Helper()
 	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), interval, timeout, true, func(context.Context) (bool, error) {
 		// Each call gets its own deadline, so the last error reported is the
-		// condition's, not the poll's deadline cutting a request short.
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		// condition's, not the poll's deadline cutting a request short. A
+		// fleet's lists take longer than a single object's read.
+		ctx, cancel := context.WithTimeout(context.Background(), max(10*time.Second, 2*interval))
 		defer cancel()
 		ok, err := cond(ctx)
 		last = err

@@ -746,8 +746,11 @@ func watchClient() (client.WithWatch, error) {
 // fleetMetrics is one reading of the provider's metrics.
 type fleetMetrics struct {
 	heap, rss, goroutines, reconciles, watches, depth float64
-	requests                                          map[string]float64 // "verb resource"
-	reconcilesBy                                      map[string]float64 // "controller result"
+	// fds are the provider's open files (connections included), failures
+	// its reconciles that ended in an error.
+	fds, failures float64
+	requests      map[string]float64 // "verb resource"
+	reconcilesBy  map[string]float64 // "controller result"
 	// urgentWait and urgentReconcile are the provider's urgent-reaction histograms,
 	// every controller's together.
 	urgentWait, urgentReconcile histogram
@@ -845,8 +848,11 @@ func (m fleetMetrics) writes() float64 {
 }
 
 // fleetScrape reads the provider's metrics without a garbage collection.
-func fleetScrape() (fleetMetrics, error) {
-	m, err := prov.providerMetrics()
+func fleetScrape() (fleetMetrics, error) { return scrapeOf(prov) }
+
+// scrapeOf reads one provider process's metrics without a garbage collection.
+func scrapeOf(p *providerProcess) (fleetMetrics, error) {
+	m, err := p.providerMetrics()
 	if err != nil {
 		return fleetMetrics{}, err
 	}
@@ -856,6 +862,8 @@ func fleetScrape() (fleetMetrics, error) {
 		watches:         m.sum("clusterops_api_watches", nil),
 		depth:           m.sum("workqueue_depth", nil),
 		heap:            m.sum("go_memstats_heap_alloc_bytes", nil),
+		fds:             m.sum("process_open_fds", nil),
+		failures:        m.sum("controller_runtime_reconcile_errors_total", nil),
 		requests:        map[string]float64{},
 		reconcilesBy:    map[string]float64{},
 		urgentWait:      histogramOf(m, "clusterops_urgent_wait_seconds"),
@@ -894,16 +902,18 @@ func fleetScrape() (fleetMetrics, error) {
 
 // fleetSample reads the provider's metrics after a garbage collection, with
 // its resident set.
-func fleetSample(ctx context.Context) (fleetMetrics, error) {
-	if err := prov.collectGarbage(); err != nil {
+func fleetSample(ctx context.Context) (fleetMetrics, error) { return sampleOf(ctx, prov) }
+
+// sampleOf is fleetSample of one provider process.
+func sampleOf(_ context.Context, p *providerProcess) (fleetMetrics, error) {
+	if err := p.collectGarbage(); err != nil {
 		return fleetMetrics{}, err
 	}
-	m, err := fleetScrape()
+	m, err := scrapeOf(p)
 	if err != nil {
 		return m, err
 	}
-	m.rss, err = prov.rssBytes()
-	_ = ctx
+	m.rss, err = p.rssBytes()
 	return m, err
 }
 

@@ -15,13 +15,20 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
-// TestCopyRuleFollowsAFlappingSource rewrites a source every 100 ms for 5 s:
-// its five copies end with its last content, each copy is written at most
-// once per change (changes that come faster than a reconcile are taken
-// together), the rule reads its source at most once per change, and once the
-// source settles nothing more is written.
+// TestCopyRuleFollowsAFlappingSource rewrites a source every 100 ms for 5 s
+// (in make bench-faults: every second for 10 minutes): its five copies end
+// with its last content, each copy is written at most once per change
+// (changes that come faster than a reconcile are taken together), the rule
+// reads its source at most once per change, and once the source settles
+// nothing more is written.
 func TestCopyRuleFollowsAFlappingSource(t *testing.T) {
 	ctx := context.Background()
+	flapFor, every := 5*time.Second, 100*time.Millisecond
+	if testenv.FaultScale() > 1 {
+		flapFor, every = 10*time.Minute, time.Second
+	}
+	figures := map[string]float64{"flap_s": flapFor.Seconds(), "every_s": every.Seconds()}
+	testenv.RecordFault(t, figures)
 	src := env.Namespace(t, "copy-flap-src", nil)
 	var targets []string
 	for range 5 {
@@ -37,7 +44,7 @@ func TestCopyRuleFollowsAFlappingSource(t *testing.T) {
 	mark := env.Requests.Len()
 
 	changes := 0
-	for start := time.Now(); time.Since(start) < 5*time.Second; time.Sleep(100 * time.Millisecond) {
+	for start := time.Now(); time.Since(start) < flapFor; time.Sleep(every) {
 		changes++
 		p := client.RawPatch(types.MergePatchType, fmt.Appendf(nil, `{"data":{"k":"%d"}}`, changes))
 		if err := env.Client.Patch(ctx, configMap(src, "conf", nil, nil), p); err != nil {
@@ -70,6 +77,10 @@ func TestCopyRuleFollowsAFlappingSource(t *testing.T) {
 		t.Errorf("the rule read its source %d times for %d changes, want at most one read a change", reads, changes)
 	}
 	t.Logf("%d changes: %v writes per copy, %d reads of the source", changes, writes, reads)
+	figures["changes"], figures["source_reads"] = float64(changes), float64(reads)
+	for _, ns := range targets {
+		figures["most_writes_per_copy"] = max(figures["most_writes_per_copy"], float64(writes[ns]))
+	}
 
 	// Settled: nothing more is written.
 	settledAt := env.Requests.Len()

@@ -70,13 +70,15 @@ const (
 // the provider holds the same watches after as before.
 func TestProviderRelistsAfterCompaction(t *testing.T) {
 	c := startClusterWith(t, testenv.Options{Restartable: true, CompactionInterval: compaction})
-	f, q := newWaveFleet(fullWave), newQuietFleet()
-	f.rollouts, f.rules, f.bundles = f.rollouts[:relistChanged], f.rules[:relistChanged], nil
+	f, q := newWaveFleet(fullWave.times(faultScale)), newQuietFleet(relistQuiet*faultScale)
+	f.rollouts, f.rules, f.bundles = f.rollouts[:relistChanged*faultScale], f.rules[:relistChanged*faultScale], nil
+	figures := map[string]float64{"changed": float64(len(f.rollouts) + len(f.rules)), "quiet": float64(len(q.rules) + len(q.follow.rollouts))}
+	recordFault(t, figures)
 	f.create(t, c)
 	q.create(t, c)
-	p := c.runProvider(t, "relist", "--poll=1h", fmt.Sprintf("--max-reconcile-rate=%d", crashRate))
+	p := c.runProvider(t, "relist", "--poll=1h", fmt.Sprintf("--max-reconcile-rate=%d", crashRate*faultScale))
 	f.record(c.waveConverge(t, f))
-	eventually(t, settle, "the quiet resources to converge", c.quietAsWanted(q))
+	eventuallyFleet(t, settle, "the quiet resources to converge", c.quietAsWanted(q))
 
 	rules := managed.ControllerName(copyv1alpha1.CopyRuleGroupKind)
 	rollouts := managed.ControllerName(workloadv1alpha1.ConfigRolloutGroupKind)
@@ -95,7 +97,8 @@ func TestProviderRelistsAfterCompaction(t *testing.T) {
 	start := time.Now()
 	signal(t, p, syscall.SIGCONT)
 	asWanted := f.changed(t, c, q.follow.rolloutsFollow)
-	eventually(t, relisted, "every change acted on once", asWanted)
+	eventuallyFleet(t, scaled(relisted), "every change acted on once", asWanted)
+	figures["acted_s"] = time.Since(start).Seconds()
 	t.Logf("every change acted on %s after the provider went on", time.Since(start).Round(time.Millisecond))
 
 	sent := p.idleAfter(t, rollouts, int(reconciledBefore[rollouts])+len(f.rollouts))
@@ -116,6 +119,11 @@ func TestProviderRelistsAfterCompaction(t *testing.T) {
 	}
 	cost.check(t, f)
 	cost.checkRelisted(t, held, p.openWatches(t))
+	figures["copyrule_reconciles"], figures["configrollout_reconciles"] = cost.rules, cost.rollouts
+	for _, res := range []string{"configmaps", "deployments", "secrets"} {
+		figures[res+"_gets"] = cost.sent(res, "get")
+		figures[res+"_lists"] = cost.sent(res, "list")
+	}
 }
 
 // A quietFleet is ConfigRollouts and CopyRules whose inputs do not change
@@ -129,9 +137,9 @@ type quietFleet struct {
 	secrets []*corev1.Secret
 }
 
-func newQuietFleet() *quietFleet {
+func newQuietFleet(n int) *quietFleet {
 	q := &quietFleet{follow: &waveFleet{}}
-	for j := range relistQuiet {
+	for j := range n {
 		ns, v := waveNS(j), map[string]string{"v": "1"}
 		conf := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("quiet-conf-%d", j)}, StringData: v}
 		src := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("quiet-copy-%d", j)}, StringData: v}

@@ -25,10 +25,11 @@ const (
 	fanout     = 1000
 	sourceNS   = "team-crash-src"
 	sourceName = "shared"
-	// settle is how long a provider gets to finish its work once it is left
-	// running.
-	settle = 3 * time.Minute
 )
+
+// settle is how long a provider gets to finish its work once it is left
+// running.
+var settle = scaled(3 * time.Minute)
 
 // crashRate is the crash provider's --max-reconcile-rate. Its clients may
 // send 5 requests per second per unit (a burst of 10 per unit): at 20, a
@@ -42,7 +43,7 @@ const crashRate = 20
 // far longer than the test, so recovery comes from the restart itself.
 func (c *cluster) crashProvider(t *testing.T, n int) *provider {
 	t.Helper()
-	return c.runProvider(t, fmt.Sprintf("crash-%02d", n), "--poll=1h", fmt.Sprintf("--max-reconcile-rate=%d", crashRate))
+	return c.runProvider(t, fmt.Sprintf("crash-%02d", n), "--poll=1h", fmt.Sprintf("--max-reconcile-rate=%d", crashRate*faultScale))
 }
 
 // A copySet is what the test sees of a rule's copies.
@@ -299,7 +300,7 @@ func (k *killer) phase(name string, n, work int, progress func(ctx context.Conte
 			break
 		}
 		var done int
-		eventually(k.t, settle, fmt.Sprintf("%s: %d of %d done", name, point, work), func(ctx context.Context) (bool, error) {
+		eventuallyFleet(k.t, settle, fmt.Sprintf("%s: %d of %d done", name, point, work), func(ctx context.Context) (bool, error) {
 			var err error
 			done, err = progress(ctx)
 			if base < 0 && err == nil {
@@ -318,7 +319,7 @@ func (k *killer) phase(name string, n, work int, progress func(ctx context.Conte
 		// What the killed process left: counted with it gone, so no write of
 		// its can land after.
 		var left int
-		eventually(k.t, settle, name+": the work done when the provider was killed", func(ctx context.Context) (bool, error) {
+		eventuallyFleet(k.t, settle, name+": the work done when the provider was killed", func(ctx context.Context) (bool, error) {
 			var err error
 			left, err = progress(ctx)
 			return err == nil, err

@@ -234,7 +234,7 @@ func (p *provider) reconciles(ctx context.Context, controller string) (float64, 
 // requests so far.
 func (p *provider) idleAfter(t *testing.T, controller string, n int) map[string]float64 {
 	t.Helper()
-	eventually(t, time.Minute, "every resource reconciled and the provider idle", func(ctx context.Context) (bool, error) {
+	eventually(t, scaled(time.Minute), "every resource reconciled and the provider idle", func(ctx context.Context) (bool, error) {
 		r, err := p.reconciles(ctx, controller)
 		if err != nil || r < float64(n) {
 			return false, err

@@ -69,7 +69,7 @@ const waveRate = 4
 // fewer workers.
 func (c *cluster) waveProvider(t *testing.T) *provider {
 	t.Helper()
-	return c.runProvider(t, "wave", "--poll=1h", fmt.Sprintf("--max-reconcile-rate=%d", waveRate))
+	return c.runProvider(t, "wave", "--poll=1h", fmt.Sprintf("--max-reconcile-rate=%d", waveRate*faultScale))
 }
 
 // TestFleetWaveSurvivesKills converges 1,000 managed resources of three kinds
@@ -89,16 +89,21 @@ func (c *cluster) waveProvider(t *testing.T) *provider {
 // AppBundles' Deployments available as that controller would.
 func TestFleetWaveSurvivesKills(t *testing.T) {
 	c := startCluster(t, false)
-	f := newWaveFleet(fullWave)
+	f := newWaveFleet(fullWave.times(faultScale))
+	figures := map[string]float64{"resources": float64(len(f.managed()))}
+	recordFault(t, figures)
 	start := time.Now()
 	f.create(t, c)
 	k := &killer{t: t, c: c, rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1)), p: c.waveProvider(t)}
 	f.record(c.waveConverge(t, f))
+	figures["converge_s"] = time.Since(start).Seconds()
 	t.Logf("%d ConfigRollouts, %d CopyRules (%d copies), %d AppBundles created and converged in %s",
 		len(f.rollouts), len(f.rules), 2*len(f.rules), len(f.bundles), time.Since(start).Round(time.Millisecond))
 
 	f.change(t, c)
+	start = time.Now()
 	k.phase("wave", waveKills, f.work(), func(ctx context.Context) (int, error) { return c.waveDone(ctx, f) })
+	figures["kills"], figures["kills_in_flight"], figures["writes"] = float64(k.kills), float64(k.inFlight), float64(f.work())
 	// killer.phase leaves a kill point out when an earlier process already
 	// did the work past it: it takes two points close together near the
 	// end of the work, so the test allows one.
@@ -108,14 +113,71 @@ func TestFleetWaveSurvivesKills(t *testing.T) {
 	}
 
 	asWanted := f.changed(t, c, f.bundlesAsWanted)
-	start = time.Now()
-	eventually(t, settle, "every resource of the fleet as the change wants it", asWanted)
-	t.Logf("settled %s after the last restart", time.Since(start).Round(time.Millisecond))
+	restarted := time.Now()
+	eventuallyFleet(t, settle, "every resource of the fleet as the change wants it", asWanted)
+	figures["settled_after_last_restart_s"], figures["wave_s"] = time.Since(restarted).Seconds(), time.Since(start).Seconds()
+	t.Logf("settled %s after the last restart", time.Since(restarted).Round(time.Millisecond))
 	// Nothing comes after: the last provider has reconciled every rollout
 	// and sends nothing more, and the fleet is still as wanted.
 	k.p.idleAfter(t, managed.ControllerName(workloadv1alpha1.ConfigRolloutGroupKind), len(f.rollouts))
 	if ok, err := asWanted(context.Background()); !ok {
 		t.Errorf("once the provider is idle: %v", err)
+	}
+}
+
+// waveRestarts are the shares of the wave's work done at which
+// TestFleetWaveSurvivesAPIServerRestarts restarts the API server.
+var waveRestarts = []float64{0.2, 0.5}
+
+// TestFleetWaveSurvivesAPIServerRestarts converges the wave's fleet, changes
+// every ConfigMap it references at once, and restarts the API server (same
+// port, certificates and etcd) twice while the same provider process works
+// through the change: once a fifth of the work is done and once half of it is.
+// Once settled, the fleet is as after TestFleetWaveSurvivesKills: every
+// Deployment rolled exactly once, every copy current and nowhere else, every
+// AppBundle's objects neither made again nor rewritten; and the provider is
+// the process that started, idle once it reconciled every rollout.
+func TestFleetWaveSurvivesAPIServerRestarts(t *testing.T) {
+	c := startCluster(t, true)
+	f := newWaveFleet(fullWave.times(faultScale))
+	figures := map[string]float64{"resources": float64(len(f.managed())), "writes": float64(f.work())}
+	recordFault(t, figures)
+	f.create(t, c)
+	p := c.waveProvider(t)
+	f.record(c.waveConverge(t, f))
+
+	f.change(t, c)
+	start := time.Now()
+	for i, share := range waveRestarts {
+		point := int(share * float64(f.work()))
+		eventuallyFleet(t, settle, fmt.Sprintf("%d of %d writes of the wave done", point, f.work()), func(ctx context.Context) (bool, error) {
+			done, err := c.waveDone(ctx, f)
+			return done >= point, err
+		})
+		restart := time.Now()
+		if err := c.RestartAPIServer(); err != nil {
+			t.Fatal(err)
+		}
+		figures[fmt.Sprintf("restart_%d_s", i+1)] = time.Since(restart).Seconds()
+		var done int
+		eventuallyFleet(t, settle, "the work done once the API server is back", func(ctx context.Context) (bool, error) {
+			var err error
+			done, err = c.waveDone(ctx, f)
+			return err == nil, err
+		})
+		figures[fmt.Sprintf("restart_%d_writes_done", i+1)] = float64(done)
+		t.Logf("API server restarted in %s with %d of %d writes of the wave done", time.Since(restart).Round(time.Millisecond), done, f.work())
+	}
+	asWanted := f.changed(t, c, f.bundlesAsWanted)
+	eventuallyFleet(t, settle, "every resource of the fleet as the change wants it", asWanted)
+	figures["wave_s"] = time.Since(start).Seconds()
+	t.Logf("settled %s after the change", time.Since(start).Round(time.Millisecond))
+	p.idleAfter(t, managed.ControllerName(workloadv1alpha1.ConfigRolloutGroupKind), len(f.rollouts))
+	if ok, err := asWanted(context.Background()); !ok {
+		t.Errorf("once the provider is idle: %v", err)
+	}
+	if !p.Running() {
+		t.Errorf("the provider exited: %v", p.ExitErr())
 	}
 }
 
@@ -250,7 +312,7 @@ func (f *waveFleet) create(t *testing.T, c *cluster) {
 func (c *cluster) waveConverge(t *testing.T, f *waveFleet) *waveView {
 	t.Helper()
 	var last *waveView
-	eventually(t, settle, "the fleet to converge", func(ctx context.Context) (bool, error) {
+	eventuallyFleet(t, settle, "the fleet to converge", func(ctx context.Context) (bool, error) {
 		v, err := c.waveView(ctx)
 		if err != nil {
 			return false, err
