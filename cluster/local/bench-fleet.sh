@@ -14,9 +14,10 @@
 # (AppBundle's), at 10,000 (2,000) 2 to 10.5: the raw client alone takes 1 to 2 minutes a
 # scenario at 10,000, the provider longer, its restart is measured too, and in one namespace
 # the controller-manager's catching up with 10,000 Deployments takes minutes. The whole tier
-# took 100 minutes from an empty machine; each result's Phases say where the time goes.
+# took 124 minutes in its last run (docs/fleet/took); each result's Phases say where the time goes.
 # FLEET_KINDS, FLEET_SIZES (and FLEET_SIZES_PODS for the two kinds with pods) and
-# FLEET_LAYOUTS narrow the run; FLEET_REPORT_ONLY=1 only writes the report again.
+# FLEET_LAYOUTS narrow the run; FLEET_SHARDED adds the sharded tier's kinds (make
+# bench-sharded sets it, with no FLEET_KINDS); FLEET_REPORT_ONLY=1 only writes the report again.
 # FLEET_RESULTS writes the results elsewhere (a profiling run's: FLEET_PROFILE=<dir> saves the
 # API server's CPU profiles of the floor and the converge, the provider's of the converge and its
 # heap after; FLEET_PROFILE_SECONDS, default 60, and FLEET_PROFILE_FLOOR_SECONDS for the floor's).
@@ -32,7 +33,7 @@ commit="$(git rev-parse --short HEAD)"
 git diff --quiet HEAD -- ':!docs' || commit+="+changes"
 export BENCH_PROVIDER="${BENCH_PROVIDER:-$root/bin/provider}" BENCH_OUT="$out" FLEET_OUT="$results" BENCH_COMMIT="${BENCH_COMMIT:-$commit}"
 bench_test="${FLEET_BENCH_TEST:-$out/bench.test}"
-kinds="${FLEET_KINDS:-configrollout configrollout-auto copyrule chaosagent appbundle immortalcontainer copyrule-x10 copyrule-fanout}"
+kinds="${FLEET_KINDS-configrollout configrollout-auto copyrule chaosagent appbundle immortalcontainer copyrule-x10 copyrule-fanout}"
 sizes="${FLEET_SIZES:-100 1000 10000}"
 pod_sizes="${FLEET_SIZES_PODS:-100 1000 2000}"
 layouts="${FLEET_LAYOUTS:-one spread}"
@@ -97,8 +98,20 @@ if [[ -z "${FLEET_REPORT_ONLY:-}" ]]; then
       done
     done
   done
+  # The sharded tier (make bench-sharded): FLEET_SHARDED's kinds at the largest size, spread,
+  # shared by 1, 2 and 4 replicas, and by 4 with one SIGKILLed mid-converge; results in
+  # docs/fleet/sharded/.
+  n=$(echo "$sizes" | tr ' ' '\n' | sort -n | tail -1)
+  for kind in ${FLEET_SHARDED:-}; do
+    for r in 1 2 4; do
+      scenario BenchmarkShardedFleet "$kind $n shared by $r" FLEET_KIND="$kind" FLEET_N="$n" FLEET_REPLICAS="$r"
+      ran+=("$kind $n shared by $r")
+    done
+    scenario BenchmarkShardedFleet "$kind $n shared by 4, one killed" FLEET_KIND="$kind" FLEET_N="$n" FLEET_REPLICAS=4 FLEET_KILL=1
+    ran+=("$kind $n shared by 4, one killed")
+  done
   took="$(date -u +%F) at $commit: $(IFS=,; echo "${ran[*]}" | sed 's/,/, /g') ($(( ($(date +%s) - started) / 60 )) min)"
-  if [[ -z "${FLEET_KINDS:-}${FLEET_SIZES:-}${FLEET_SIZES_PODS:-}${FLEET_LAYOUTS:-}" ]]; then
+  if [[ -z "${FLEET_KINDS+x}${FLEET_SIZES:-}${FLEET_SIZES_PODS:-}${FLEET_LAYOUTS:-}${FLEET_SHARDED:-}" ]]; then
     printf 'every scenario %s' "$took" >"$results/took"
   else
     printf '; %s' "$took" >>"$results/took"

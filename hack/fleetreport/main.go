@@ -118,7 +118,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fleetreport:", err)
 		os.Exit(1)
 	}
-	text := report(rs, strings.TrimSpace(string(took)), fanout, filepath.Base(*svg), why)
+	sharded, err := readSharded(filepath.Join(*in, "sharded"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "fleetreport:", err)
+		os.Exit(1)
+	}
+	text := report(rs, strings.TrimSpace(string(took)), fanout, filepath.Base(*svg), why) + shardedReport(sharded)
 	if f, err := os.ReadFile(*findings); err == nil {
 		text += "\n" + string(f)
 	}

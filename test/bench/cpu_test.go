@@ -33,28 +33,14 @@ func cpuSeconds() map[string]float64 {
 	self := strconv.Itoa(os.Getpid())
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	for _, d := range dirs {
-		raw, err := os.ReadFile(filepath.Join(d, "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(raw)
-		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || closing < open {
-			continue
-		}
-		name, ok := components[s[open+1:closing]]
+		command, seconds, ok := procCPU(d)
+		name, known := components[command]
 		if filepath.Base(d) == self {
-			name, ok = "bench", true
+			name, known = "bench", true
 		}
-		// After the command: state, then utime and stime are the 12th and
-		// 13th fields.
-		f := strings.Fields(s[closing+1:])
-		if !ok || len(f) < 13 {
-			continue
+		if ok && known {
+			out[name] += seconds
 		}
-		u, _ := strconv.ParseFloat(f[11], 64)
-		k, _ := strconv.ParseFloat(f[12], 64)
-		out[name] += (u + k) / ticksPerSecond
 	}
 	if raw, err := os.ReadFile("/proc/stat"); err == nil {
 		line, _, _ := strings.Cut(string(raw), "\n")
@@ -80,4 +66,34 @@ func cpuSince(before map[string]float64) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// cpuOfPid is the CPU time, user and system, process pid has used so far; 0
+// once it is gone.
+func cpuOfPid(pid int) float64 {
+	_, seconds, _ := procCPU(filepath.Join("/proc", strconv.Itoa(pid)))
+	return seconds
+}
+
+// procCPU reads the command name and the CPU time, user and system, of the
+// process whose /proc directory is dir.
+func procCPU(dir string) (command string, seconds float64, ok bool) {
+	raw, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return "", 0, false
+	}
+	s := string(raw)
+	open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || closing < open {
+		return "", 0, false
+	}
+	// After the command: state, then utime and stime are the 12th and 13th
+	// fields.
+	f := strings.Fields(s[closing+1:])
+	if len(f) < 13 {
+		return "", 0, false
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	k, _ := strconv.ParseFloat(f[12], 64)
+	return s[open+1 : closing], (u + k) / ticksPerSecond, true
 }

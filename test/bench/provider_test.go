@@ -70,6 +70,12 @@ type providerProcess struct {
 }
 
 func startProvider(ctx context.Context, bin, kubeconfig, rate string) (*providerProcess, error) {
+	return startReplica(ctx, "", bin, kubeconfig, rate)
+}
+
+// startReplica is startProvider for one of several replicas, named apart in
+// its log file (bench-provider-<name>.log) and given extra flags.
+func startReplica(ctx context.Context, name, bin, kubeconfig, rate string, extra ...string) (*providerProcess, error) {
 	ports := make([]int, 3)
 	for i := range ports {
 		var err error
@@ -92,7 +98,11 @@ func startProvider(ctx context.Context, bin, kubeconfig, rate string) (*provider
 	}
 	// BENCH_PROVIDER_ARGS adds flags, such as --debug to see why a run is slow.
 	args = append(args, strings.Fields(os.Getenv("BENCH_PROVIDER_ARGS"))...)
+	args = append(args, extra...)
 	log := filepath.Join(os.TempDir(), "bench-provider.log")
+	if name != "" {
+		log = filepath.Join(os.TempDir(), "bench-provider-"+name+".log")
+	}
 	var err error
 	if p.Process, err = testenv.StartProcess(log, bin, args, "KUBECONFIG="+kubeconfig); err != nil {
 		return nil, err

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestShardedReport(t *testing.T) {
+	const mib = 1 << 20
+	rs := []shardedResult{
+		{Kind: "copyrule", N: 10000, Replicas: 1, Seconds: 100, Replica: []replicaResult{{BaseHeap: 10 * mib, Heap: 110 * mib, Watches: 12, Requests: 30000, CPU: 60}}},
+		{Kind: "copyrule", N: 10000, Replicas: 2, Seconds: 98, Replica: []replicaResult{
+			{BaseHeap: 10 * mib, Heap: 65 * mib, Watches: 12, Requests: 15500, CPU: 31},
+			{BaseHeap: 10 * mib, Heap: 75 * mib, Watches: 12, Requests: 15500, CPU: 33},
+		}},
+		{Kind: "copyrule", N: 10000, Replicas: 4, Seconds: 120, LeaseSeconds: 8, KillSeconds: 25, Replica: []replicaResult{
+			{Killed: true},
+			{BaseHeap: 10 * mib, Heap: 40 * mib, Requests: 9000},
+			{BaseHeap: 10 * mib, Heap: 40 * mib, Requests: 9000},
+			{BaseHeap: 10 * mib, Heap: 40 * mib, Requests: 9000},
+		}},
+	}
+	got := shardedReport(rs)
+	for _, want := range []string{
+		"| copyrule | 10000 | 1 | 100.0 | 100.0 (≤ 110.0) | 12 | 30000 (1.00×) | 60 | – |",
+		// 65 MiB is above 100 × (1/2 + 10%) = 60 MiB: missed; requests 1.03×: met.
+		"| copyrule | 10000 | 2 | 98.0 | 55.0 / 65.0 (≤ 60.0, **missed**) | 12 / 12 | 31000 (1.03×) | 31 / 33 | – |",
+		// 25 s is beyond the 8 s lease + 10 s: missed.
+		"killed / 30.0 / 30.0 / 30.0 (≤ 35.0)",
+		"25.0 s (≤ 18 s, **missed**)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+	if shardedReport(nil) != "" {
+		t.Error("a report without sharded results has a section")
+	}
+}

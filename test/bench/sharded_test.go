@@ -1,0 +1,274 @@
+//go:build bench
+
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// A sharded scenario applies one kind's fleet, spread over N/10 namespaces,
+// to replicas of the provider that share it (--shards), and measures what
+// each replica holds and sends: whether a replica's share costs it its share
+// of what one replica needs for the same fleet, beyond a fixed base. With
+// FLEET_KILL a replica is SIGKILLed once half the fleet is Ready, and the
+// result says how long the others took to converge the rest. make
+// bench-fleet runs it with 1, 2 and 4 replicas (FLEET_SHARDED); on 2 cores
+// the API server bounds the total time, so the report shows shares and cost,
+// not speed-up.
+
+// shardedLease is the replicas' lease duration (their shard Leases' too),
+// what a killed replica's shards wait for before the others take them.
+const shardedLease = 8 * time.Second
+
+// shardedResult is what BenchmarkShardedFleet writes; hack/fleetreport reads
+// it.
+type shardedResult struct {
+	Kind                      string
+	N, Namespaces             int
+	Replicas, Shards          int
+	Seconds                   float64 // apply → all Ready
+	Replica                   []replicaResult
+	APIServerWatchersDelta    float64
+	LeaseSeconds, KillSeconds float64 `json:",omitempty"` // FLEET_KILL: kill → all Ready
+	Commit                    string  `json:",omitempty"`
+}
+
+// replicaResult is one replica's figures, once the fleet is converged and
+// idle: heap after a GC (and the base, with the shards taken and no fleet),
+// goroutines, watches, and what it sent and reconciled while converging.
+type replicaResult struct {
+	Shards                    int
+	BaseHeap, Heap            float64
+	Goroutines, Watches       float64
+	Requests, Reconciles, CPU float64
+	Killed                    bool `json:",omitempty"`
+
+	baseRequests, baseReconciles, baseCPU float64
+	pid                                   int
+	p                                     *providerProcess
+}
+
+// BenchmarkShardedFleet runs FLEET_KIND × FLEET_N on FLEET_REPLICAS replicas
+// with --shards=FLEET_SHARDS (default 12) and writes its result to
+// $FLEET_OUT/sharded/<kind>-<n>-r<replicas>[-kill].json.
+func BenchmarkShardedFleet(b *testing.B) {
+	kindName := os.Getenv("FLEET_KIND")
+	k, ok := fleetKinds[kindName]
+	if !ok {
+		b.Fatalf("FLEET_KIND %q unknown", kindName)
+	}
+	n, replicas, shards := envInt("FLEET_N", 1000), envInt("FLEET_REPLICAS", 2), envInt("FLEET_SHARDS", 12)
+	kill := os.Getenv("FLEET_KILL") != "" && replicas > 1
+	ctx := context.Background()
+	c := env.Client
+	f := &fleet{kind: kindName, n: n, nss: make([]string, max(1, n/10))}
+	run := strconv.FormatInt(time.Now().Unix()%100000, 10)
+	parallel(b, len(f.nss), func(i int) error {
+		f.nss[i] = fmt.Sprintf("sharded-%s-%s-%d", run, kindName, i)
+		return c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.nss[i]}})
+	})
+	if k.prepare != nil {
+		k.prepare(ctx, b, f)
+	}
+	if k.prereqs != nil {
+		parallel(b, n, func(i int) error {
+			for _, o := range k.prereqs(f.ns(i), i) {
+				if err := c.Create(ctx, o); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	// The package's provider gives way to the replicas.
+	prov.stop()
+	quiesce(ctx, b)
+	rs := startReplicas(ctx, b, replicas, shards)
+	defer func() {
+		for _, r := range rs {
+			r.p.stop()
+		}
+	}()
+	for i := range rs {
+		s, err := sampleOf(ctx, rs[i].p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rs[i].BaseHeap, rs[i].baseRequests, rs[i].baseReconciles, rs[i].baseCPU = s.heap, s.total(), s.reconciles, cpuOfPid(rs[i].pid)
+	}
+	watchers := func() float64 {
+		m, err := apiserverMetrics(ctx)
+		if err != nil {
+			return 0
+		}
+		return m.sum("apiserver_longrunning_requests", map[string]string{"verb": "WATCH"})
+	}
+	watchersBefore := watchers()
+
+	r := shardedResult{Kind: kindName, N: n, Namespaces: len(f.nss), Replicas: replicas, Shards: shards}
+	b.ResetTimer()
+	start := time.Now()
+	converged := make(chan error, 1)
+	go func() { converged <- awaitReady(ctx, "", n, 60*time.Minute, k.list()) }()
+	parallel(b, n, func(i int) error {
+		return c.Create(ctx, k.mr(f.ns(i), fmt.Sprintf("mr-%d", i), i, f))
+	})
+	if kill {
+		// Half the fleet Ready, then the first replica goes.
+		if err := awaitReady(ctx, "", n/2, 60*time.Minute, k.list()); err != nil {
+			b.Fatal(err)
+		}
+		rs[0].p.Kill()
+		rs[0].Killed = true
+		killed := time.Now()
+		if err := <-converged; err != nil {
+			b.Fatal(err)
+		}
+		r.KillSeconds, r.LeaseSeconds = time.Since(killed).Seconds(), shardedLease.Seconds()
+	} else if err := <-converged; err != nil {
+		b.Fatal(err)
+	}
+	r.Seconds = time.Since(start).Seconds()
+	b.StopTimer()
+
+	var live []*replicaResult
+	for i := range rs {
+		if !rs[i].Killed {
+			live = append(live, &rs[i])
+		}
+	}
+	idle(ctx, b, live, n)
+	for _, x := range live {
+		s, err := sampleOf(ctx, x.p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		x.Heap, x.Goroutines, x.Watches = s.heap, s.goroutines, s.watches
+		x.Requests, x.Reconciles = s.total()-x.baseRequests, s.reconciles-x.baseReconciles
+		x.CPU = cpuOfPid(x.pid) - x.baseCPU
+		held, err := x.p.shardMetric("clusterops_shard_acting")
+		if err != nil {
+			b.Fatal(err)
+		}
+		x.Shards = int(held)
+	}
+	r.APIServerWatchersDelta = watchers() - watchersBefore
+	for _, x := range rs {
+		r.Replica = append(r.Replica, x)
+	}
+	r.Commit = os.Getenv("BENCH_COMMIT")
+	b.ReportMetric(r.Seconds, "s-converge")
+	if err := writeShardedResult(r, kill); err != nil {
+		b.Fatal(err)
+	}
+	for _, x := range rs {
+		x.p.stop()
+	}
+	if !disposable() {
+		abandon(b, c, []client.ObjectList{k.list()}, f.nss)
+	}
+}
+
+// startReplicas starts replicas providers sharing shards and waits until
+// every shard is acted on by one of them.
+func startReplicas(ctx context.Context, b *testing.B, replicas, shards int) []replicaResult {
+	b.Helper()
+	args := []string{
+		fmt.Sprintf("--shards=%d", shards),
+		"--leader-election-lease-duration=" + shardedLease.String(),
+		"--leader-election-renew-deadline=" + (shardedLease * 3 / 4).String(),
+		"--leader-election-retry-period=1s",
+	}
+	rs := make([]replicaResult, replicas)
+	for i := range rs {
+		p, err := startReplica(ctx, fmt.Sprintf("r%d", i), prov.bin, prov.kubeconfig, prov.rate, args...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rs[i].p, rs[i].pid = p, p.Pid()
+	}
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
+		acting := 0.0
+		for _, r := range rs {
+			v, err := r.p.shardMetric("clusterops_shard_acting")
+			if err != nil {
+				return false, nil //nolint:nilerr // Not up yet.
+			}
+			acting += v
+		}
+		return acting == float64(shards), nil
+	})
+	if err != nil {
+		b.Fatalf("the %d replicas did not share the %d shards: %v", replicas, shards, err)
+	}
+	return rs
+}
+
+// idle waits until the replicas have reconciled at least n resources
+// together and then sent no request for two seconds.
+func idle(ctx context.Context, b *testing.B, rs []*replicaResult, n int) {
+	b.Helper()
+	var last float64
+	quiet := 0
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(context.Context) (bool, error) {
+		var sent, reconciled float64
+		for _, r := range rs {
+			s, err := scrapeOf(r.p)
+			if err != nil {
+				return false, nil //nolint:nilerr // Try again.
+			}
+			sent, reconciled = sent+s.total(), reconciled+s.reconciles
+		}
+		if reconciled >= float64(n) && sent == last {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = sent
+		return quiet >= 4, nil
+	})
+	if err != nil {
+		b.Logf("the replicas did not become idle: %v", err)
+	}
+}
+
+// shardMetric sums a per-shard metric of the replica over its shards.
+func (p *providerProcess) shardMetric(name string) (float64, error) {
+	m, err := p.providerMetrics()
+	if err != nil {
+		return 0, err
+	}
+	return m.sum(name, nil), nil
+}
+
+func writeShardedResult(r shardedResult, kill bool) error {
+	dir := os.Getenv("FLEET_OUT")
+	if dir == "" {
+		dir = filepath.Join(os.Getenv("BENCH_OUT"), "fleet")
+	}
+	dir = filepath.Join(dir, "sharded")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	out, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	name := fmt.Sprintf("%s-%d-r%d", r.Kind, r.N, r.Replicas)
+	if kill {
+		name += "-kill"
+	}
+	return os.WriteFile(filepath.Join(dir, name+".json"), out, 0o644)
+}
