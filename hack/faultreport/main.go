@@ -89,7 +89,7 @@ func faults(dir string) ([]fault, error) {
 	}
 	out := make([]fault, 0, len(files))
 	for _, f := range files {
-		b, err := os.ReadFile(f) //nolint:gosec // G304: a result a test wrote, in the directory the caller names.
+		b, err := os.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
@@ -142,12 +142,15 @@ func figure(name string, v float64) string {
 // largest reads the result of the largest fleet in dir.
 func largest(dir string) (result, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "soak-*.json"))
-	if err != nil || len(files) == 0 {
-		return result{}, fmt.Errorf("no soak results in %s (run make soak): %v", dir, err)
+	if err != nil {
+		return result{}, err
+	}
+	if len(files) == 0 {
+		return result{}, fmt.Errorf("no soak results in %s: run make soak", dir)
 	}
 	var best result
 	for _, f := range files {
-		b, err := os.ReadFile(f) //nolint:gosec // G304: a result the bench wrote, named by the caller.
+		b, err := os.ReadFile(f)
 		if err != nil {
 			return result{}, err
 		}

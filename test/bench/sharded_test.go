@@ -165,9 +165,7 @@ func BenchmarkShardedFleet(b *testing.B) {
 		x.Shards = int(held)
 	}
 	r.APIServerWatchersDelta = watchers() - watchersBefore
-	for _, x := range rs {
-		r.Replica = append(r.Replica, x)
-	}
+	r.Replica = append(r.Replica, rs...)
 	r.Commit = os.Getenv("BENCH_COMMIT")
 	b.ReportMetric(r.Seconds, "s-converge")
 	if err := writeShardedResult(r, kill); err != nil {
