@@ -26,12 +26,16 @@ var (
 		Name: "clusterops_api_watches",
 		Help: "Watch streams the provider holds open on API servers, by resource.",
 	}, []string{"resource"})
+	opened = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "clusterops_api_watches_opened_total",
+		Help: "Watch streams the provider opened on API servers, by resource. Beyond the watches held, each is a watch resumed or a relist; a refused watch request (an API server still starting answers 429) opens none.",
+	}, []string{"resource"})
 )
 
 // Register adds the metrics to r. They are process-wide: registering them
 // again, as each provider a test process builds does, is not an error.
 func Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{requests, watches} {
+	for _, c := range []prometheus.Collector{requests, watches, opened} {
 		if err := r.Register(c); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
 			return errors.Wrap(err, "cannot register API request metrics")
 		}
@@ -54,6 +58,7 @@ func (c counting) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || verb != "watch" || resp.StatusCode != http.StatusOK {
 		return resp, err
 	}
+	opened.WithLabelValues(resource).Inc()
 	g := watches.WithLabelValues(resource)
 	g.Inc()
 	resp.Body = &closing{ReadCloser: resp.Body, done: g.Dec}

@@ -1,11 +1,14 @@
 package apimetrics
 
 import (
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestClassify(t *testing.T) {
@@ -60,7 +63,7 @@ func TestRegister(t *testing.T) {
 		},
 		"Again": {
 			reason:  "A second provider in the process registers them again: not an error.",
-			already: []prometheus.Collector{requests, watches},
+			already: []prometheus.Collector{requests, watches, opened},
 		},
 		"Conflicting": {
 			reason:  "Other metrics of the same name are an error.",
@@ -77,5 +80,43 @@ func TestRegister(t *testing.T) {
 				t.Errorf("\n%s\nRegister(...): error %v: -want error, +got error:\n%s", tc.reason, err, diff)
 			}
 		})
+	}
+}
+
+type answer int
+
+func (a answer) RoundTrip(*http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: int(a), Body: io.NopCloser(strings.NewReader(""))}, nil
+}
+
+func TestCountingWatches(t *testing.T) {
+	const res = "apimetricstests"
+	watch := func(code int) *http.Response {
+		req, _ := http.NewRequest(http.MethodGet, "https://api/apis/example.org/v1/"+res+"?watch=true", nil)
+		resp, err := counting{next: answer(code)}.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	// A starting API server refuses a watch twice, then opens it: three
+	// requests, one stream opened and held until its body is closed.
+	watch(http.StatusTooManyRequests)
+	watch(http.StatusTooManyRequests)
+	resp := watch(http.StatusOK)
+	got := func() []float64 {
+		return []float64{
+			testutil.ToFloat64(requests.WithLabelValues("watch", res)),
+			testutil.ToFloat64(opened.WithLabelValues(res)),
+			testutil.ToFloat64(watches.WithLabelValues(res)),
+		}
+	}
+	if diff := cmp.Diff([]float64{3, 1, 1}, got()); diff != "" {
+		t.Errorf("requests, opened, held while open: -want, +got:\n%s", diff)
+	}
+	_ = resp.Body.Close()
+	_ = resp.Body.Close()
+	if diff := cmp.Diff([]float64{3, 1, 0}, got()); diff != "" {
+		t.Errorf("requests, opened, held once closed twice: -want, +got:\n%s", diff)
 	}
 }
