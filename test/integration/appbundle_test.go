@@ -21,7 +21,9 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
+	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/drift"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
@@ -90,6 +92,8 @@ func TestAppBundleCreatesAndRepairsItsObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	d = deploymentImage(t, ns, "web", "nginx:1.21", "the edited image to be restored")
+	recent := func() []apisv1alpha1.Drift { return ab.Status.AtProvider.RecentDrift }
+	driftReported(t, ab, recent, drift.Of("Deployment", ns, "web", []string{"spec.template.spec.containers[0].image"}))
 
 	// Fields the AppBundle does not set are left alone: replicas (unset here,
 	// so an HPA may own them) and another manager's annotation.
@@ -109,6 +113,11 @@ func TestAppBundleCreatesAndRepairsItsObjects(t *testing.T) {
 	if *d.Spec.Replicas != 5 || d.Annotations["example.com/owner"] != "team-a" {
 		t.Errorf("fields owned by others were changed: replicas %d, annotations %v", *d.Spec.Replicas, d.Annotations)
 	}
+	// A change of the AppBundle's own spec is no drift.
+	get(t, ns, "web", ab)
+	if n := len(ab.Status.AtProvider.RecentDrift); n != 1 {
+		t.Errorf("recent drift after a spec change: %+v, want the image's alone", ab.Status.AtProvider.RecentDrift)
+	}
 
 	// Deleted: recreated on the event.
 	if err := env.Client.Delete(ctx, d); err != nil {
@@ -119,6 +128,7 @@ func TestAppBundleCreatesAndRepairsItsObjects(t *testing.T) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, d)
 		return d.UID != old && d.DeletionTimestamp == nil, err
 	})
+	driftReported(t, ab, recent, drift.Deleted("Deployment", ns, "web"))
 
 	// A Service is created when asked for, and deleted when no longer wanted.
 	env.Update(t, ab, func() {
@@ -139,6 +149,7 @@ func TestAppBundleCreatesAndRepairsItsObjects(t *testing.T) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, svc)
 		return svc.Spec.Type == corev1.ServiceTypeClusterIP, err
 	})
+	driftReported(t, ab, recent, drift.Of("Service", ns, "web", []string{"spec.type"}))
 	if err := env.Client.Delete(ctx, svc); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 )
 
 // Kinds a CopyRule copies.
@@ -374,6 +376,12 @@ type CopyRuleObservation struct {
 	// sources and copies again. Empty while the rule is not in sync.
 	// +optional
 	SyncedDigest string `json:"syncedDigest,omitempty"`
+
+	// RecentDrift lists, newest first, the last five changes other writers
+	// made to objects this resource keeps, which the provider repaired.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5
+	RecentDrift []apisv1alpha1.Drift `json:"recentDrift,omitempty"`
 }
 
 // A CopyRuleSpec defines the desired state of a CopyRule. A CopyRule has no

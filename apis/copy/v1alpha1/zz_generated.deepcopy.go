@@ -21,6 +21,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
@@ -186,6 +187,13 @@ func (in *CopyRuleObservation) DeepCopyInto(out *CopyRuleObservation) {
 	if in.LastFullSync != nil {
 		in, out := &in.LastFullSync, &out.LastFullSync
 		*out = (*in).DeepCopy()
+	}
+	if in.RecentDrift != nil {
+		in, out := &in.RecentDrift, &out.RecentDrift
+		*out = make([]apisv1alpha1.Drift, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 )
 
 // ServiceType says whether and how an AppBundle exposes its port.
@@ -131,6 +133,12 @@ type AppBundleObservation struct {
 	// NodePort <port> on every node.
 	// +optional
 	ServiceAddress string `json:"serviceAddress,omitempty"`
+
+	// RecentDrift lists, newest first, the last five changes other writers
+	// made to objects this resource keeps, which the provider repaired.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5
+	RecentDrift []apisv1alpha1.Drift `json:"recentDrift,omitempty"`
 }
 
 // Keys of an AppBundle's connection details, which it writes to the Secret

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,8 +28,10 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
+	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/drift"
 	"github.com/clusterops/provider-clusterops/internal/ownwrite"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
@@ -91,6 +94,9 @@ type external struct {
 	// later, instead of a second GET of each object; Observe writes nothing
 	// in between.
 	read map[string]client.Object
+	// drifted are the changes of other writers that Observe found, which
+	// Create or Update report once they repaired them.
+	drifted []apisv1alpha1.Drift
 }
 
 func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalObservation, error) {
@@ -99,7 +105,14 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 		return managed.ExternalObservation{}, err
 	}
 	retainedPVC := meta.WasDeleted(ab) && ab.Spec.ForProvider.PVCDeletionPolicy != v1alpha1.PVCDelete
+	// What differs from a bundle in sync at its current spec, another
+	// writer changed.
+	settled := !meta.WasDeleted(ab) && drift.Settled(ab)
+	e.drifted = nil
 	if c.deployment == nil && c.service == nil && (c.pvc == nil || retainedPVC) {
+		if settled {
+			e.drifted = gone(ab, c)
+		}
 		return managed.ExternalObservation{ResourceExists: false, ConnectionDetails: connectionDetails(nil)}, nil
 	}
 	if meta.WasDeleted(ab) {
@@ -107,6 +120,14 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 	}
 	var upToDate bool
 	ab.Status.AtProvider = observed(ab, c)
+	if settled {
+		e.drifted = gone(ab, c)
+	}
+	found := func(kind, name string, fields []string) {
+		if settled && len(fields) > 0 {
+			e.drifted = append(e.drifted, drift.Of(kind, ab.GetNamespace(), name, fields))
+		}
+	}
 
 	want, err := desiredDeployment(ab, e.cluster.Local)
 	if err != nil {
@@ -119,7 +140,8 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 		if err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		upToDate = !drifted
+		found(kindDeployment, c.deployment.GetName(), drifted)
+		upToDate = len(drifted) == 0
 	}
 	if c.pvc == nil {
 		upToDate = false
@@ -129,6 +151,9 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 			return managed.ExternalObservation{}, err
 		}
 		e.setStorageCondition(ab, change)
+		if change.Apply {
+			found(kindClaim, c.pvc.GetName(), change.Drifted)
+		}
 		upToDate = upToDate && !change.Apply && bundleMark.On(c.pvc, ab)
 	}
 
@@ -141,7 +166,8 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 		if err != nil {
 			return managed.ExternalObservation{}, err
 		}
-		upToDate = upToDate && bundleMark.On(c.service, ab) && !drifted
+		found(kindService, c.service.GetName(), drifted)
+		upToDate = upToDate && bundleMark.On(c.service, ab) && len(drifted) == 0
 		details = connectionDetails(c.service)
 	case c.service != nil:
 		// A Service is no longer wanted.
@@ -152,9 +178,34 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ConnectionDetails: details}, nil
 }
 
-// observed is what status.atProvider shows of the bundle's objects c.
+// gone are the bundle's objects of a bundle in sync that are missing from c:
+// another writer deleted them.
+func gone(ab *v1alpha1.AppBundle, c children) []apisv1alpha1.Drift {
+	var out []apisv1alpha1.Drift
+	if c.pvc == nil {
+		out = append(out, drift.Deleted(kindClaim, ab.GetNamespace(), PVCName(ab)))
+	}
+	if c.deployment == nil {
+		out = append(out, drift.Deleted(kindDeployment, ab.GetNamespace(), ab.GetName()))
+	}
+	if wantsService(ab) && c.service == nil {
+		out = append(out, drift.Deleted(kindService, ab.GetNamespace(), ab.GetName()))
+	}
+	return out
+}
+
+// repaired reports the drift Observe found, now that it is repaired.
+func (e *external) repaired(ab *v1alpha1.AppBundle) {
+	for _, d := range e.drifted {
+		drift.Repaired(e.record, ab, v1alpha1.AppBundleKind, &ab.Status.AtProvider.RecentDrift, d, time.Now())
+	}
+	e.drifted = nil
+}
+
+// observed is what status.atProvider shows of the bundle's objects c, with
+// the drift it keeps.
 func observed(ab *v1alpha1.AppBundle, c children) v1alpha1.AppBundleObservation {
-	var o v1alpha1.AppBundleObservation
+	o := v1alpha1.AppBundleObservation{RecentDrift: ab.Status.AtProvider.RecentDrift}
 	if c.deployment != nil {
 		o.ReadyReplicas, o.Replicas = c.deployment.Status.ReadyReplicas, c.deployment.Status.Replicas
 	}
@@ -237,7 +288,9 @@ func (e *external) pvcChange(ctx context.Context, ab *v1alpha1.AppBundle, got *c
 		}
 		expandable = err == nil && sc.AllowVolumeExpansion != nil && *sc.AllowVolumeExpansion
 	}
-	return pvcDiff(want, got, drifted, expandable), nil
+	c := pvcDiff(want, got, len(drifted) > 0, expandable)
+	c.Drifted = drifted
+	return c, nil
 }
 
 func (e *external) setStorageCondition(ab *v1alpha1.AppBundle, c pvcChange) {
@@ -257,6 +310,9 @@ func (e *external) setStorageCondition(ab *v1alpha1.AppBundle, c pvcChange) {
 func (e *external) Create(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalCreation, error) {
 	ab.SetConditions(xpv2.Creating())
 	applied, details, err := e.apply(ctx, ab)
+	if err == nil {
+		e.repaired(ab)
+	}
 	if err == nil && applied.deployment != nil && !deploymentReady(applied.deployment) {
 		// Its controller's status update, when it is, reconciles the bundle;
 		// until then status shows the objects as written.
@@ -272,6 +328,7 @@ func (e *external) Create(ctx context.Context, ab *v1alpha1.AppBundle) (managed.
 func (e *external) Update(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalUpdate, error) {
 	applied, details, err := e.apply(ctx, ab)
 	if err == nil {
+		e.repaired(ab)
 		ab.SetConditions(readiness(ab, applied))
 		// The Service's create or deletion is one of the bundle's own writes,
 		// whose event does not reconcile it again: its address goes into

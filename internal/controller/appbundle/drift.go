@@ -12,6 +12,8 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/clusterops/provider-clusterops/internal/drift"
 )
 
 // An object drifted when what the provider's field manager owns of it (its
@@ -26,47 +28,58 @@ import (
 // applier the status of an object with a status subresource; controller-runtime's
 // fake client does, so the status is dropped from what is compared.
 
-func deploymentDrifted(want *appsv1ac.DeploymentApplyConfiguration, live *appsv1.Deployment) (bool, error) {
+// deploymentDrifted, serviceDrifted and claimDrifted return the fields of an
+// object that drifted from what is wanted: none when it did not.
+func deploymentDrifted(want *appsv1ac.DeploymentApplyConfiguration, live *appsv1.Deployment) ([]string, error) {
 	owned, err := appsv1ac.ExtractDeployment(live, FieldManager)
 	if err != nil {
-		return false, errors.Wrapf(err, "cannot extract the fields of Deployment %q", live.GetName())
+		return nil, errors.Wrapf(err, "cannot extract the fields of Deployment %q", live.GetName())
 	}
 	owned.Status = nil // See noStatus.
 	return differ[appsv1.Deployment](want, owned)
 }
 
-func serviceDrifted(want *corev1ac.ServiceApplyConfiguration, live *corev1.Service) (bool, error) {
+func serviceDrifted(want *corev1ac.ServiceApplyConfiguration, live *corev1.Service) ([]string, error) {
 	owned, err := corev1ac.ExtractService(live, FieldManager)
 	if err != nil {
-		return false, errors.Wrapf(err, "cannot extract the fields of Service %q", live.GetName())
+		return nil, errors.Wrapf(err, "cannot extract the fields of Service %q", live.GetName())
 	}
 	owned.Status = nil // See noStatus.
 	return differ[corev1.Service](want, owned)
 }
 
-func claimDrifted(want *corev1ac.PersistentVolumeClaimApplyConfiguration, live *corev1.PersistentVolumeClaim) (bool, error) {
+func claimDrifted(want *corev1ac.PersistentVolumeClaimApplyConfiguration, live *corev1.PersistentVolumeClaim) ([]string, error) {
 	owned, err := corev1ac.ExtractPersistentVolumeClaim(live, FieldManager)
 	if err != nil {
-		return false, errors.Wrapf(err, "cannot extract the fields of PersistentVolumeClaim %q", live.GetName())
+		return nil, errors.Wrapf(err, "cannot extract the fields of PersistentVolumeClaim %q", live.GetName())
 	}
 	owned.Status = nil // See noStatus.
 	return differ[corev1.PersistentVolumeClaim](want, owned)
 }
 
-// differ reports whether two apply configurations of a T say different
-// things. Both are read as a T, as the API server stores them, so that forms
-// it does not keep apart compare equal: an empty value and no value, "1024Mi"
-// and "1Gi" (quantities compare by value), an empty list and none. Comparing
-// the configurations as they are would see drift in these forever.
-func differ[T any](want, owned any) (bool, error) {
+// differ returns the fields at which two apply configurations of a T say
+// different things; none when they agree. Both are read as a T, as the API
+// server stores them, so that forms it does not keep apart compare equal: an
+// empty value and no value, "1024Mi" and "1Gi" (quantities compare by value),
+// an empty list and none. Comparing the configurations as they are would see
+// drift in these forever.
+func differ[T any](want, owned any) ([]string, error) {
 	var w, o T
 	if err := convert(want, &w); err != nil {
-		return false, err
+		return nil, err
 	}
 	if err := convert(owned, &o); err != nil {
-		return false, err
+		return nil, err
 	}
-	return !equality.Semantic.DeepEqual(w, o), nil
+	if equality.Semantic.DeepEqual(w, o) {
+		return nil, nil
+	}
+	fields, err := drift.Fields(w, o)
+	if len(fields) == 0 {
+		// Equal in JSON, apart in memory: still a difference to repair.
+		fields = []string{"."}
+	}
+	return fields, err
 }
 
 // convert reads in as out, through their JSON form: API types and apply
@@ -87,6 +100,8 @@ type pvcChange struct {
 	Apply bool
 	// Refused says why a wanted change cannot be made; empty when none is refused.
 	Refused string
+	// Drifted are the fields of the claim that drifted.
+	Drifted []string
 }
 
 // pvcDiff says what may be done to the claim got, which drifted from want or
