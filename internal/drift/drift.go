@@ -74,6 +74,13 @@ func Repaired(rec event.Recorder, mg resource.Managed, mgKind string, recent *[]
 	*recent = append([]v1alpha1.Drift{d}, (*recent)[:min(len(*recent), v1alpha1.MaxRecentDrift-1)]...)
 }
 
+// RepairedMore reports n more repairs of mg's objects, beyond those reported
+// one by one: one event, and the counter.
+func RepairedMore(rec event.Recorder, mg resource.Managed, mgKind string, n int) {
+	rec.Event(mg, event.Normal(ReasonRepaired, fmt.Sprintf("%d more objects changed by other writers repaired", n)))
+	repaired.WithLabelValues(mgKind).Add(float64(n))
+}
+
 // Message says what drifted and that it was repaired.
 func Message(d v1alpha1.Drift) string {
 	obj := fmt.Sprintf("%s %q", d.Kind, d.Name)

@@ -17,6 +17,7 @@ import (
 
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/drift"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
@@ -169,8 +170,13 @@ func TestCopyRuleCopiesAndFollows(t *testing.T) {
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: a, Name: "settings"}, edited); err != nil {
 		t.Fatal(err)
 	}
+	settled(t, r)
+	if d := r.Status.AtProvider.RecentDrift; len(d) > 0 {
+		t.Errorf("a source's change reported as drift: %+v", d)
+	}
 	env.Update(t, edited, func() { edited.Data["k"] = "hand-edited" })
 	copyHolds(t, a, "settings", map[string]string{"k": "v2"})
+	driftReported(t, r, func() []v1alpha1.Drift { return r.Status.AtProvider.RecentDrift }, drift.Of("ConfigMap", a, "settings", []string{"data.k"}))
 	if err := env.Client.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: b, Name: "settings"}}); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/drift"
 	"github.com/clusterops/provider-clusterops/internal/reach"
 	"github.com/clusterops/provider-clusterops/internal/target"
 	"github.com/clusterops/provider-clusterops/internal/watchset"
@@ -174,7 +175,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	in := PlanInput{
 		Owner: owner(cr), Sources: sources, Targets: targets, Copies: copies, Occupied: occupied,
 		Policy: p.ConflictPolicy, MayDelete: mayDelete(cr), Reachable: reachable, Transform: tr,
-		Conflicted: conflicts,
+		Conflicted: conflicts, Settled: drift.Settled(cr),
 	}
 	e.plan = MakePlan(in)
 	if refs := summarized(copies, e.plan.Actions); len(refs) > 0 {
@@ -354,6 +355,7 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 	if s := summary(CopyKind(p), r.Done); s != "" {
 		e.record.Event(cr, event.Normal(reasonSynced, s))
 	}
+	e.repaired(cr, r.Repaired)
 	if r.Failed > 0 {
 		err := errors.Errorf("cannot write %d of %d %s copies; first: %s", r.Failed, len(e.plan.Actions), CopyKind(p), r.FirstFailure())
 		e.record.Event(cr, event.Warning(reasonWriteFailed, err))
@@ -361,6 +363,24 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 	}
 	return managed.ExternalUpdate{}, nil
 }
+
+// repaired reports the copies whose drift a write repaired: each of the
+// first few by an event and in status, the rest together.
+func (e *external) repaired(cr *v1alpha1.CopyRule, done []Action) {
+	kind := CopyKind(cr.Spec.ForProvider)
+	for i, a := range done {
+		if i == repairsReported {
+			drift.RepairedMore(e.record, cr, v1alpha1.CopyRuleKind, len(done)-i)
+			return
+		}
+		drift.Repaired(e.record, cr, v1alpha1.CopyRuleKind, &cr.Status.AtProvider.RecentDrift, drift.Of(kind, a.Object.Namespace, a.Object.Name, a.Drift), e.now())
+	}
+}
+
+// repairsReported bounds the DriftRepaired events of one reconcile: a copy
+// edited in every namespace is a handful of events and a count, not one
+// event per copy.
+const repairsReported = 10
 
 // writer writes cr's copies. The events of its writes do not reconcile cr
 // again (watchset's Writing): it knows what it wrote, and a rule writing

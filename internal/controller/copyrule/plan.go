@@ -3,8 +3,10 @@ package copyrule
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/drift"
 )
 
 // An Op is what a plan does to one object.
@@ -34,6 +36,10 @@ type Action struct {
 	// Source is what a copy is made from, for OpCreate: a create that meets
 	// an object decides by it what to do.
 	Source Object
+	// Drift are the fields of a copy, in sync with its source as last
+	// written, that another writer changed: what OpUpdate or OpReplace
+	// repairs. Empty when the write follows a change of the source or rule.
+	Drift []string
 }
 
 // Ref names an object in a namespace.
@@ -59,6 +65,9 @@ type PlanInput struct {
 	Conflicted map[string][]Ref
 	// Transform is what the rule changes between a source and its copies.
 	Transform Transform
+	// Settled is true when the rule was last in sync at its current spec:
+	// only then can a copy differ by another writer's hand (Action.Drift).
+	Settled bool
 }
 
 // A Plan is what a rule must write to be in sync, and how far it is now.
@@ -137,9 +146,9 @@ func MakePlan(in PlanInput) Plan {
 					p.InSync++
 				case NeedsReplace(c, src):
 					cur := c
-					p.Actions = append(p.Actions, Action{Op: OpReplace, Object: Desired(in.Owner, src, h, ns, nil, TakenOver(c)), Current: &cur})
+					p.Actions = append(p.Actions, Action{Op: OpReplace, Object: Desired(in.Owner, src, h, ns, nil, TakenOver(c)), Current: &cur, Drift: in.drift(src, h, c)})
 				default:
-					p.Actions = append(p.Actions, Action{Op: OpUpdate, Object: Desired(in.Owner, src, h, ns, &c, TakenOver(c))})
+					p.Actions = append(p.Actions, Action{Op: OpUpdate, Object: Desired(in.Owner, src, h, ns, &c, TakenOver(c)), Drift: in.drift(src, h, c)})
 				}
 				continue
 			}
@@ -191,4 +200,53 @@ func Conflict(owner Owner, policy v1alpha1.ConflictPolicy, src Object, h string,
 	default:
 		return Action{}, "an object of this name that the rule did not create is in the way; conflictPolicy Skip leaves it (Adopt or Overwrite take it over)"
 	}
+}
+
+// drift returns the fields at which copy c, written for source content h,
+// differs from the copy of src the rule wants: another writer changed them.
+// A copy written for other content follows its source, and one whose content
+// was not read cannot tell; neither is drift.
+func (in PlanInput) drift(src Object, h string, c Object) []string {
+	if !in.Settled || c.Summary != nil || c.Annotations[AnnotationHash] != h || !OwnedBy(in.Owner, c) {
+		return nil
+	}
+	want := Desired(in.Owner, src, h, c.Namespace, &c, TakenOver(c))
+	keys := ruleAnnotations(want.Annotations, c.Annotations)
+	fields, err := drift.Fields(view(want, keys), view(c, keys))
+	if err != nil || len(fields) == 0 {
+		// Apart in a way the view does not show: still repaired.
+		return []string{"."}
+	}
+	return fields
+}
+
+// ruleAnnotations are the keys of the annotations the rule sets on a copy,
+// by either list of those it added.
+func ruleAnnotations(a, b map[string]string) []string {
+	keys := []string{AnnotationAdded, AnnotationRule, AnnotationSource, AnnotationHash, AnnotationTakenOver}
+	for _, l := range []string{a[AnnotationAdded], b[AnnotationAdded]} {
+		if l != "" {
+			keys = append(keys, strings.Split(l, ",")...)
+		}
+	}
+	return keys
+}
+
+// view is what a copy holds, as its kind's fields are named: a Secret's
+// data and type, or a ConfigMap's data and binaryData, its labels and the
+// annotations of keys.
+func view(o Object, keys []string) map[string]any {
+	ann := map[string]string{}
+	for _, k := range keys {
+		if v, ok := o.Annotations[k]; ok {
+			ann[k] = v
+		}
+	}
+	v := map[string]any{"immutable": o.Immutable, "metadata": map[string]any{"labels": o.Labels, "annotations": ann}}
+	if o.Type != "" {
+		v["type"], v["data"] = o.Type, o.Bytes
+	} else {
+		v["data"], v["binaryData"] = o.Data, o.Bytes
+	}
+	return v
 }

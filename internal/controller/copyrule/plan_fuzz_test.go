@@ -45,6 +45,9 @@ func FuzzMakePlan(f *testing.F) {
 			if in.Reachable(r.Namespace) != nil {
 				t.Fatalf("%s of %v, in a namespace the rule may not reach", a.Op, r)
 			}
+			if len(a.Drift) > 0 && (!in.Settled || (a.Op != OpUpdate && a.Op != OpReplace) || !own[r]) {
+				t.Fatalf("%s of %v reports drift %q: settled %t, own copy %t", a.Op, r, a.Drift, in.Settled, own[r])
+			}
 			switch a.Op {
 			case OpPrune, OpRelease:
 				if !own[r] || !in.MayDelete {
@@ -121,6 +124,7 @@ func planWorld(b []byte) PlanInput {
 			}
 		}
 	}
+	in.Settled = next()%2 == 0
 	return in
 }
 

@@ -206,3 +206,67 @@ func TestReleased(t *testing.T) {
 		t.Error("Released(...) changed its argument")
 	}
 }
+
+func TestPlanDrift(t *testing.T) {
+	a := source("a", map[string]string{"k": "v", "tls.crt": "x"}, false)
+	secret := Object{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "s"}, Bytes: map[string][]byte{"password": []byte("p")}, Type: "Opaque"}
+	edit := func(src Object, f func(c *Object)) Object {
+		c := inSync(src, "team")
+		f(&c)
+		return c
+	}
+	cases := map[string]struct {
+		reason  string
+		src     Object
+		copy    Object
+		settled bool
+		want    []string
+	}{
+		"DataEdited": {
+			reason: "A copy whose data another writer changed drifted at that key, never its value.",
+			src:    a, settled: true,
+			copy: edit(a, func(c *Object) { c.Data = map[string]string{"k": "v", "tls.crt": "edited"} }),
+			want: []string{"data[tls.crt]"},
+		},
+		"SecretKeyAdded": {
+			reason: "A Secret's keys are its data; a key another writer added drifted.",
+			src:    secret, settled: true,
+			copy: edit(secret, func(c *Object) { c.Bytes = map[string][]byte{"password": []byte("p"), "extra": []byte("e")} }),
+			want: []string{"data.extra"},
+		},
+		"MarksRemoved": {
+			reason: "A label and an annotation of the rule removed drifted too.",
+			src:    a, settled: true,
+			copy: edit(a, func(c *Object) {
+				delete(c.Labels, "app")
+				delete(c.Annotations, AnnotationSource)
+			}),
+			want: []string{"metadata.annotations[copy.clusterops.io/source]", "metadata.labels.app"},
+		},
+		"SourceChanged": {
+			reason: "A copy written for other content follows its source: no drift.",
+			src:    source("a", map[string]string{"k": "new"}, false), settled: true,
+			copy: inSync(a, "team"),
+		},
+		"NotSettled": {
+			reason: "A rule not in sync at its current spec cannot tell drift from its own change.",
+			src:    a,
+			copy:   edit(a, func(c *Object) { c.Data = map[string]string{"k": "edited"} }),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := MakePlan(PlanInput{
+				Owner: rule, Sources: []Object{tc.src}, Targets: Targets{Namespaces: []string{"team"}},
+				Copies: []Object{tc.copy}, MayDelete: true, Reachable: func(string) error { return nil },
+				Transform: NewTransform(v1alpha1.CopyRuleParameters{}), Settled: tc.settled,
+			})
+			if len(p.Actions) != 1 {
+				t.Fatalf("%s\nwant one write, got %+v", tc.reason, p.Actions)
+			}
+			if diff := cmp.Diff(tc.want, p.Actions[0].Drift); diff != "" {
+				t.Errorf("%s\nDrift: -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -26,6 +26,8 @@ type Result struct {
 	Problems []v1alpha1.CopyProblem
 	// Failed counts the failed writes.
 	Failed int
+	// Repaired are the actions done that repaired drift (Action.Drift).
+	Repaired []Action
 }
 
 // writer runs a plan's actions against a cluster.
@@ -88,6 +90,9 @@ func (w *writer) Run(ctx context.Context, actions []Action, parallel int) Result
 			r.Problems = append(r.Problems, v1alpha1.CopyProblem{Namespace: a.Object.Namespace, Name: a.Object.Name, Reason: v1alpha1.ProblemConflict, Message: problem})
 		default:
 			r.Done[op]++
+			if len(a.Drift) > 0 {
+				r.Repaired = append(r.Repaired, a)
+			}
 			if op != OpPrune && op != OpRelease {
 				r.Written++
 			}
@@ -95,6 +100,10 @@ func (w *writer) Run(ctx context.Context, actions []Action, parallel int) Result
 	})
 	sort.Slice(r.Problems, func(i, j int) bool {
 		a, b := r.Problems[i], r.Problems[j]
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	sort.Slice(r.Repaired, func(i, j int) bool {
+		a, b := r.Repaired[i].Object, r.Repaired[j].Object
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
 	return r
