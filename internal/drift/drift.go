@@ -34,7 +34,7 @@ const ReasonRepaired event.Reason = "DriftRepaired"
 
 var repaired = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "clusterops_drift_repaired_total",
-	Help: "Objects another writer changed or deleted that the provider repaired, by the kind of managed resource that keeps them (AppBundle, CopyRule).",
+	Help: "Objects another writer changed or deleted that the provider repaired, by the kind of managed resource that keeps them (AppBundle, CopyRule, ImmortalContainer).",
 }, []string{"kind"})
 
 func init() {

@@ -20,7 +20,9 @@ import (
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
+	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/drift"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
@@ -82,7 +84,9 @@ func TestImmortalContainerRecreatesItsPod(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod = podAfter(t, ns, "web", pod.UID)
-	starts(t, ns, "web", pod, 2)
+	ic = starts(t, ns, "web", pod, 2)
+	recent := func() []apisv1alpha1.Drift { return ic.Status.AtProvider.RecentDrift }
+	driftReported(t, ic, recent, drift.Deleted("Pod", ns, "web-immortalpod"))
 
 	// Ended: replaced.
 	pod.Status.Phase = corev1.PodFailed
@@ -94,6 +98,9 @@ func TestImmortalContainerRecreatesItsPod(t *testing.T) {
 	if ic.Status.AtProvider.Restarts != 2 {
 		t.Errorf("restarts = %d, want 2", ic.Status.AtProvider.Restarts)
 	}
+	if n := len(ic.Status.AtProvider.RecentDrift); n != 1 {
+		t.Errorf("recent drift after the pod ended: %+v, want the deletion's alone", ic.Status.AtProvider.RecentDrift)
+	}
 
 	// A new image replaces the pod.
 	env.Update(t, ic, func() { ic.Spec.ForProvider.Image = "nginx:1.28" })
@@ -101,6 +108,10 @@ func TestImmortalContainerRecreatesItsPod(t *testing.T) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, pod)
 		return pod.Spec.Containers[0].Image == "nginx:1.28" && pod.DeletionTimestamp == nil, err
 	})
+	ic = starts(t, ns, "web", pod, 4)
+	if n := len(ic.Status.AtProvider.RecentDrift); n != 1 {
+		t.Errorf("recent drift after the pod was replaced for a new image: %+v, want the deletion's alone", ic.Status.AtProvider.RecentDrift)
+	}
 
 	// Deleting the ImmortalContainer deletes its pod.
 	if err := env.Client.Delete(ctx, ic); err != nil {

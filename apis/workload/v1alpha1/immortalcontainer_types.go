@@ -9,6 +9,8 @@ import (
 	kjson "k8s.io/apimachinery/pkg/util/json"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 )
 
 // ImmortalContainerParameters are the configurable fields of an
@@ -98,9 +100,16 @@ type ImmortalContainerObservation struct {
 	// +optional
 	NextRestartTime *metav1.Time `json:"nextRestartTime,omitempty"`
 
-	// EndedPodUID is the UID of the last ended pod already accounted for.
+	// EndedPodUID is the UID of the last pod that ended, or that the
+	// provider replaced after a change of parameters, already accounted for.
 	// +optional
 	EndedPodUID string `json:"endedPodUID,omitempty"`
+
+	// RecentDrift lists, newest first, the last five times another writer
+	// deleted the running pod and the provider made it again.
+	// +optional
+	// +kubebuilder:validation:MaxItems=5
+	RecentDrift []apisv1alpha1.Drift `json:"recentDrift,omitempty"`
 }
 
 // UnmarshalJSON reads an observation, including one written before startTimes

@@ -23,8 +23,10 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
+	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/drift"
 	"github.com/clusterops/provider-clusterops/internal/ownership"
 	"github.com/clusterops/provider-clusterops/internal/shard"
 	"github.com/clusterops/provider-clusterops/internal/target"
@@ -72,6 +74,9 @@ type external struct {
 	// read instead of a second GET.
 	observed    *corev1.Pod
 	observedSet bool
+	// deleted is the drift Observe found: the pod another writer deleted
+	// while it ran, which Create reports once it made the next one.
+	deleted *apisv1alpha1.Drift
 }
 
 // current returns the pod as Observe read it in this reconcile, once; a read
@@ -121,7 +126,14 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 	e.observed, e.observedSet = pod, true
 	details := connectionDetails(ic, pod)
 	if pod == nil {
-		ic.Status.AtProvider.CurrentPod = ""
+		o := &ic.Status.AtProvider
+		// A pod the provider neither saw end nor replaced was deleted while
+		// it ran by another writer.
+		if !meta.WasDeleted(ic) && drift.Settled(ic) && o.PodUID != "" && o.PodUID != o.EndedPodUID {
+			d := drift.Deleted(podKind, ic.GetNamespace(), PodName(ic))
+			e.deleted = &d
+		}
+		o.CurrentPod = ""
 		return managed.ExternalObservation{ResourceExists: false, ConnectionDetails: details}, nil
 	}
 	seen(&ic.Status.AtProvider, pod)
@@ -188,6 +200,9 @@ func connectionDetails(ic *v1alpha1.ImmortalContainer, pod *corev1.Pod) managed.
 	}
 }
 
+// podKind names pods in drift reports.
+const podKind = "Pod"
+
 func terminating(pod *corev1.Pod) bool { return pod.GetDeletionTimestamp() != nil }
 
 func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (managed.ExternalCreation, error) {
@@ -215,6 +230,9 @@ func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 		msg += "; the previous one ended: " + r
 	}
 	e.record.Event(ic, event.Normal(reasonStarted, msg))
+	if e.deleted != nil {
+		drift.Repaired(e.record, ic, v1alpha1.ImmortalContainerKind, &ic.Status.AtProvider.RecentDrift, *e.deleted, e.now())
+	}
 	// Its running, or its end, reconciles the ImmortalContainer; until then
 	// status shows the pod as created.
 	seen(&ic.Status.AtProvider, pod)
@@ -240,6 +258,8 @@ func (e *external) Update(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 	if pod == nil {
 		return managed.ExternalUpdate{ConnectionDetails: details}, nil
 	}
+	// Replaced, not ended: its end is no quick end, and its absence no drift.
+	ic.Status.AtProvider.EndedPodUID = string(pod.GetUID())
 	return managed.ExternalUpdate{ConnectionDetails: details}, e.deletePod(ctx, pod)
 }
 
