@@ -109,6 +109,20 @@ func TestCopyRuleAdmission(t *testing.T) {
 			yaml:   rule(`{kind: ConfigMap, names: [a], allNamespaces: true, maxParallelWrites: 0}`),
 			want:   "spec.forProvider.maxParallelWrites",
 		},
+		"StaleAfter": {
+			reason: "A bound on how long a copy may stay behind is accepted.",
+			yaml:   rule(`{kind: ConfigMap, names: [a], allNamespaces: true, staleAfter: 90s}`),
+		},
+		"StaleAfterTooShort": {
+			reason: "A bound under a second would call every write stale.",
+			yaml:   rule(`{kind: ConfigMap, names: [a], allNamespaces: true, staleAfter: 500ms}`),
+			want:   "staleAfter must be between 1s and 24h",
+		},
+		"StaleAfterNotDuration": {
+			reason: "staleAfter is a duration.",
+			yaml:   rule(`{kind: ConfigMap, names: [a], allNamespaces: true, staleAfter: soon}`),
+			want:   "staleAfter is a duration such as 90s, 10m or 1h",
+		},
 		// Keys, copy name, into and metadata (#19).
 		"KeysAndMetadata": {
 			reason: "Include with renames of included keys, another copy name for one named source, into: ConfigMap and metadata are accepted.",

@@ -136,6 +136,16 @@ type CopyRuleParameters struct {
 	// +kubebuilder:validation:Maximum=256
 	MaxParallelWrites int32 `json:"maxParallelWrites,omitempty"`
 
+	// StaleAfter bounds how long a copy may stay out of sync with its
+	// source, its write failing or its source refused, before the rule's
+	// Fresh condition turns False with a CopiesStale Warning event. Between
+	// 1s and 24h.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$')",message="staleAfter is a duration such as 90s, 10m or 1h"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^([0-9]+(\\\\.[0-9]+)?(ms|s|m|h))+$') || (duration(self) >= duration('1s') && duration(self) <= duration('24h'))",message="staleAfter must be between 1s and 24h"
+	StaleAfter *metav1.Duration `json:"staleAfter,omitempty"`
+
 	// What a copy holds: keys, name, kind and metadata (issue #19). A change
 	// of any of these rewrites the copies that differ, and only those.
 
@@ -291,6 +301,18 @@ type SourceProviderConfigReference struct {
 	Name string `json:"name"`
 }
 
+// TypeFresh is the condition that says whether every copy that can be
+// written matches its source, or has been out of sync for longer than
+// staleAfter (reason Stale).
+const TypeFresh xpv2.ConditionType = "Fresh"
+
+// Reasons of the Fresh condition.
+const (
+	ReasonInSync     xpv2.ConditionReason = "InSync"
+	ReasonCatchingUp xpv2.ConditionReason = "CatchingUp"
+	ReasonStale      xpv2.ConditionReason = "Stale"
+)
+
 // Reasons a target is reported as a problem.
 const (
 	ProblemConflict         = "Conflict"
@@ -315,6 +337,10 @@ type CopyProblem struct {
 	Reason string `json:"reason"`
 	// Message says what happened and what to do.
 	Message string `json:"message"`
+	// Since is when the object was first found with this problem, and so,
+	// for a copy, when it last matched its source or was last attempted.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
 }
 
 // An ObservedSource is a source object and the version of it last copied.
@@ -369,6 +395,12 @@ type CopyRuleObservation struct {
 	// LastFullSync is when every intended copy was last brought in sync.
 	// +optional
 	LastFullSync *metav1.Time `json:"lastFullSync,omitempty"`
+	// OutOfSyncSince is when some copy stopped matching its source, its
+	// write failing or its source refused, and none has caught up since:
+	// the age of the oldest copy out of sync. Empty while every copy that
+	// can be written matches.
+	// +optional
+	OutOfSyncSince *metav1.Time `json:"outOfSyncSince,omitempty"`
 	// SyncedDigest is a digest of what the rule last found in sync: its
 	// spec's generation, its clusters and reach, the versions of its sources
 	// and copies, and its target namespaces. After a provider restart, a rule
@@ -415,6 +447,7 @@ type CopyRuleStatus struct {
 // +kubebuilder:printcolumn:name="IN-SYNC",type="string",JSONPath=".status.atProvider.copies"
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
+// +kubebuilder:printcolumn:name="FRESH",type="string",JSONPath=".status.conditions[?(@.type=='Fresh')].reason",priority=1
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,clusterops}

@@ -45,6 +45,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	ws := watchset.New(o.Logger.WithValues("controller", managed.ControllerName(v1alpha1.CopyRuleGroupKind)))
 	known := newKnownCopies()
 	ws.OnForget(known.forget)
+	late := newBehind(oldestUnsynced)
 	// Half the shortest poll: a rule's first poll after a restart reads.
 	resumeFor := time.Duration(float64(o.PollInterval) * (1 - o.PollJitter) / 2)
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.CopyRule]{
@@ -52,7 +53,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		Object:           &v1alpha1.CopyRule{},
 		List:             &v1alpha1.CopyRuleList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.CopyRule) managed.TypedExternalClient[*v1alpha1.CopyRule] {
-			return &external{cluster: c, resolver: r, record: rec, watches: ws, known: known, now: time.Now, resumeFor: resumeFor}
+			return &external{cluster: c, resolver: r, record: rec, watches: ws, known: known, behind: late, now: time.Now, resumeFor: resumeFor}
 		},
 		// Sources, copies and namespaces are watched narrowly, as metadata:
 		// the copies and namespaces on the cluster the rule writes to, the
@@ -82,6 +83,15 @@ type external struct {
 	plan Plan
 	// decided is what Observe made the plan from.
 	decided decided
+
+	// behind keeps the oldest copy out of sync across rules.
+	behind *behind
+	// before is the rule's problems and staleness as the reconcile found
+	// them, which each report of it carries on from (Fresh).
+	before      v1alpha1.CopyRuleObservation
+	beforeFresh xpv2.Condition
+	// warnedStale is set once this reconcile warned of stale copies.
+	warnedStale bool
 }
 
 func owner(cr *v1alpha1.CopyRule) Owner {
@@ -103,6 +113,8 @@ func mayDelete(cr *v1alpha1.CopyRule) bool {
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.ExternalObservation, error) {
 	p := cr.Spec.ForProvider
 	tgt := targetRef(cr)
+	e.before = v1alpha1.CopyRuleObservation{Problems: slices.Clone(cr.Status.AtProvider.Problems), OutOfSyncSince: cr.Status.AtProvider.OutOfSyncSince}
+	e.beforeFresh = cr.GetCondition(v1alpha1.TypeFresh)
 	// The watches the rule reads from are joined before it reads: a
 	// namespace made, or a copy changed, in between must reach it. Its other
 	// watches it joins once it knows them (watch).
@@ -211,6 +223,7 @@ func (e *external) observeDeleted(ctx context.Context, cr *v1alpha1.CopyRule, re
 		}
 	}
 	e.known.drop(owner(cr))
+	e.behind.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, nil)
 	return managed.ExternalObservation{ResourceExists: false}, nil
 }
 
@@ -309,6 +322,7 @@ func (e *external) report(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem
 		a, b := problems[i], problems[j]
 		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
 	})
+	problems = e.fresh(cr, problems)
 	o.Problems, o.MoreProblems = problems, 0
 	if len(problems) > v1alpha1.MaxProblems {
 		o.Problems, o.MoreProblems = problems[:v1alpha1.MaxProblems], count32(len(problems)-v1alpha1.MaxProblems)
@@ -331,6 +345,21 @@ func (e *external) report(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem
 		msg += fmt.Sprintf("; %d problems, first: %s/%s: %s", len(problems), problems[0].Namespace, problems[0].Name, problems[0].Message)
 	}
 	cr.SetConditions(xpv2.Unavailable().WithMessage(msg))
+}
+
+// fresh records how far behind the rule's copies are, from its problems, and
+// returns them with their Since: the Fresh condition, outOfSyncSince, the
+// provider's oldest, and a Warning event when the copies went stale.
+func (e *external) fresh(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem) []v1alpha1.CopyProblem {
+	f := Fresh(e.before, problems, e.now(), staleAfter(cr))
+	cr.Status.AtProvider.OutOfSyncSince = f.Since
+	cr.SetConditions(f.Condition)
+	e.behind.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, f.Since)
+	if f.Condition.Reason == v1alpha1.ReasonStale && e.beforeFresh.Reason != v1alpha1.ReasonStale && !e.warnedStale {
+		e.warnedStale = true
+		e.record.Event(cr, event.Warning(reasonStale, errors.New(f.Condition.Message)))
+	}
+	return f.Problems
 }
 
 // Create has nothing to make: Observe reports a rule as existing, and Update

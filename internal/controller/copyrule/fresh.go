@@ -1,0 +1,150 @@
+package copyrule
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+)
+
+// reasonStale is the Warning event of a rule whose copies went stale.
+const reasonStale = "CopiesStale"
+
+// defaultStaleAfter is staleAfter's default, for a rule stored without it.
+const defaultStaleAfter = 10 * time.Minute
+
+// unsynced reports whether a problem of this reason leaves a copy behind its
+// source: a write that failed, a source refused, a name two sources claim.
+// Copies left alone on purpose (conflicts under Skip or Adopt, namespaces out
+// of reach or missing, prunes withheld) are not behind: nothing is meant to
+// be written to them.
+func unsynced(reason string) bool {
+	switch reason {
+	case v1alpha1.ProblemWriteFailed, v1alpha1.ProblemRefused, v1alpha1.ProblemSourceConflict:
+		return true
+	}
+	return false
+}
+
+// A Freshness is what a rule reports of how far behind its copies are.
+type Freshness struct {
+	// Problems are those given, each with its Since.
+	Problems []v1alpha1.CopyProblem
+	// Since is when copies fell out of sync and stayed so; nil when none is.
+	Since *metav1.Time
+	// Condition is the Fresh condition.
+	Condition xpv2.Condition
+}
+
+// Fresh decides the freshness of a rule's copies from its problems now and
+// the status it had when the reconcile began (before): each problem keeps the
+// Since it had, a new one is since now, and copies out of sync for longer
+// than staleAfter are Stale.
+func Fresh(before v1alpha1.CopyRuleObservation, problems []v1alpha1.CopyProblem, now time.Time, staleAfter time.Duration) Freshness {
+	type key struct{ ns, name, reason string }
+	since := make(map[key]*metav1.Time, len(before.Problems))
+	for _, p := range before.Problems {
+		since[key{p.Namespace, p.Name, p.Reason}] = p.Since
+	}
+	t := metav1.NewTime(now)
+	f := Freshness{Problems: make([]v1alpha1.CopyProblem, len(problems))}
+	var behind []v1alpha1.CopyProblem
+	for i, p := range problems {
+		p.Since = &t
+		if s := since[key{p.Namespace, p.Name, p.Reason}]; s != nil {
+			p.Since = s
+		}
+		f.Problems[i] = p
+		if unsynced(p.Reason) {
+			behind = append(behind, p)
+		}
+	}
+	if len(behind) == 0 {
+		f.Condition = xpv2.Condition{Type: v1alpha1.TypeFresh, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonInSync, LastTransitionTime: t}
+		return f
+	}
+	f.Since = &t
+	if before.OutOfSyncSince != nil {
+		f.Since = before.OutOfSyncSince
+	}
+	first := behind[0]
+	msg := fmt.Sprintf("%d copies out of sync since %s; first: %s/%s: %s", len(behind), f.Since.UTC().Format(time.RFC3339), first.Namespace, first.Name, first.Reason)
+	if now.Sub(f.Since.Time) < staleAfter {
+		f.Condition = xpv2.Condition{Type: v1alpha1.TypeFresh, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonCatchingUp, Message: msg, LastTransitionTime: t}
+		return f
+	}
+	f.Condition = xpv2.Condition{Type: v1alpha1.TypeFresh, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonStale,
+		Message: fmt.Sprintf("stale for more than %s: %s", staleAfter, msg), LastTransitionTime: t}
+	return f
+}
+
+// staleAfter is the rule's bound on how long a copy may stay behind.
+func staleAfter(cr *v1alpha1.CopyRule) time.Duration {
+	if d := cr.Spec.ForProvider.StaleAfter; d != nil && d.Duration > 0 {
+		return d.Duration
+	}
+	return defaultStaleAfter
+}
+
+// oldestUnsynced is the time since which the oldest copy out of sync has
+// been so, across the provider's rules: what a platform team alerts on, as
+// time() minus it.
+var oldestUnsynced = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "clusterops_copy_oldest_unsynced_timestamp_seconds",
+	Help: "When the copy that has been out of sync with its source the longest, across all CopyRules, fell behind, as a Unix time; 0 while every copy that can be written matches. Its age is time() minus it.",
+})
+
+func init() {
+	metrics.Registry.MustRegister(oldestUnsynced)
+}
+
+// behind remembers, of each rule with copies out of sync, since when, and
+// keeps oldestUnsynced at the oldest. Rules in sync take no room.
+type behind struct {
+	mu    sync.Mutex
+	since map[types.NamespacedName]time.Time
+	gauge prometheus.Gauge
+}
+
+func newBehind(g prometheus.Gauge) *behind {
+	return &behind{since: map[types.NamespacedName]time.Time{}, gauge: g}
+}
+
+// set records rule's since, or forgets the rule when since is nil. A nil
+// behind (a client built without its controller) records nothing.
+func (b *behind) set(rule types.NamespacedName, since *metav1.Time) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	prev, had := b.since[rule]
+	switch {
+	case since == nil && !had, since != nil && had && prev.Equal(since.Time):
+		return
+	case since == nil:
+		delete(b.since, rule)
+	default:
+		b.since[rule] = since.Time
+	}
+	var oldest time.Time
+	for _, t := range b.since {
+		if oldest.IsZero() || t.Before(oldest) {
+			oldest = t
+		}
+	}
+	v := 0.0
+	if !oldest.IsZero() {
+		v = float64(oldest.UnixNano()) / 1e9
+	}
+	b.gauge.Set(v)
+}

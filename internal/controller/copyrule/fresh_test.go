@@ -1,0 +1,157 @@
+package copyrule
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+)
+
+func TestFresh(t *testing.T) {
+	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(-d)); return &t }
+	failed := func(name string, since *metav1.Time) v1alpha1.CopyProblem {
+		return v1alpha1.CopyProblem{Namespace: "team", Name: name, Reason: v1alpha1.ProblemWriteFailed, Message: "cannot update: denied", Since: since}
+	}
+	skipped := v1alpha1.CopyProblem{Namespace: "team", Name: "theirs", Reason: v1alpha1.ProblemConflict, Message: "in the way"}
+	type want struct {
+		Since    *metav1.Time
+		Problems []v1alpha1.CopyProblem
+		Status   corev1.ConditionStatus
+		Reason   xpv2.ConditionReason
+	}
+	cases := map[string]struct {
+		reason   string
+		before   v1alpha1.CopyRuleObservation
+		problems []v1alpha1.CopyProblem
+		want     want
+	}{
+		"InSync": {
+			reason: "No problem: fresh, nothing since.",
+			want:   want{Problems: []v1alpha1.CopyProblem{}, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonInSync},
+		},
+		"OnPurpose": {
+			reason:   "A copy left alone on purpose is no copy behind; its problem still gets a since.",
+			problems: []v1alpha1.CopyProblem{skipped},
+			want:     want{Problems: []v1alpha1.CopyProblem{{Namespace: "team", Name: "theirs", Reason: v1alpha1.ProblemConflict, Message: "in the way", Since: at(0)}}, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonInSync},
+		},
+		"NewlyBehind": {
+			reason:   "A write that fails now is behind since now, and catching up.",
+			problems: []v1alpha1.CopyProblem{failed("a", nil)},
+			want:     want{Since: at(0), Problems: []v1alpha1.CopyProblem{failed("a", at(0))}, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonCatchingUp},
+		},
+		"StillCatchingUp": {
+			reason:   "Behind for less than staleAfter: the since carried on.",
+			before:   v1alpha1.CopyRuleObservation{Problems: []v1alpha1.CopyProblem{failed("a", at(time.Minute))}, OutOfSyncSince: at(time.Minute)},
+			problems: []v1alpha1.CopyProblem{failed("a", nil)},
+			want:     want{Since: at(time.Minute), Problems: []v1alpha1.CopyProblem{failed("a", at(time.Minute))}, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonCatchingUp},
+		},
+		"Stale": {
+			reason:   "Behind for longer than staleAfter, though another copy fell behind since: stale, from the oldest.",
+			before:   v1alpha1.CopyRuleObservation{Problems: []v1alpha1.CopyProblem{failed("a", at(time.Hour))}, OutOfSyncSince: at(time.Hour)},
+			problems: []v1alpha1.CopyProblem{failed("a", nil), failed("b", nil)},
+			want:     want{Since: at(time.Hour), Problems: []v1alpha1.CopyProblem{failed("a", at(time.Hour)), failed("b", at(0))}, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonStale},
+		},
+		"CaughtUp": {
+			reason: "Every copy caught up: fresh again, nothing since.",
+			before: v1alpha1.CopyRuleObservation{Problems: []v1alpha1.CopyProblem{failed("a", at(time.Hour))}, OutOfSyncSince: at(time.Hour)},
+			want:   want{Problems: []v1alpha1.CopyProblem{}, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonInSync},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := Fresh(tc.before, tc.problems, now, 10*time.Minute)
+			got := want{Since: f.Since, Problems: f.Problems, Status: f.Condition.Status, Reason: f.Condition.Reason}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nFresh(...): -want, +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+func TestBehind(t *testing.T) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_oldest"})
+	b := newBehind(g)
+	t0 := metav1.NewTime(time.Unix(1000, 0))
+	t1 := metav1.NewTime(time.Unix(2000, 0))
+	a, c := types.NamespacedName{Namespace: "x", Name: "a"}, types.NamespacedName{Namespace: "x", Name: "c"}
+	steps := []struct {
+		rule  types.NamespacedName
+		since *metav1.Time
+		want  float64
+	}{
+		{a, &t1, 2000},
+		{c, &t0, 1000},
+		{c, nil, 2000},
+		{a, nil, 0},
+		{a, nil, 0},
+	}
+	for i, s := range steps {
+		b.set(s.rule, s.since)
+		if got := testutil.ToFloat64(g); got != s.want {
+			t.Errorf("step %d: oldest %v, want %v", i, got, s.want)
+		}
+	}
+	if len(b.since) != 0 {
+		t.Errorf("rules in sync take room: %v", b.since)
+	}
+}
+
+// FuzzFresh checks Fresh on any problems and earlier status: every problem
+// has a since, the one it had if it had one; the rule is behind exactly when
+// a copy is, since no later than now; and Stale exactly when behind for
+// staleAfter or longer.
+func FuzzFresh(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4}, uint16(60), uint16(600))
+	f.Add([]byte{2, 2, 9}, uint16(0), uint16(1))
+	reasons := []string{v1alpha1.ProblemWriteFailed, v1alpha1.ProblemConflict, v1alpha1.ProblemRefused, v1alpha1.ProblemOutOfReach, v1alpha1.ProblemSourceConflict, v1alpha1.ProblemNamespaceMissing}
+	f.Fuzz(func(t *testing.T, b []byte, sinceSecs, staleSecs uint16) {
+		now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+		old := metav1.NewTime(now.Add(-time.Duration(sinceSecs) * time.Second))
+		var before v1alpha1.CopyRuleObservation
+		var problems []v1alpha1.CopyProblem
+		for i, v := range b {
+			p := v1alpha1.CopyProblem{Namespace: "n", Name: string(rune('a' + int(v>>4)%4)), Reason: reasons[int(v)%len(reasons)]}
+			if i%2 == 0 {
+				p.Since = &old
+				before.Problems = append(before.Problems, p)
+				before.OutOfSyncSince = &old
+				continue
+			}
+			problems = append(problems, p)
+		}
+		staleAfter := time.Duration(staleSecs) * time.Second
+		got := Fresh(before, problems, now, staleAfter)
+		if len(got.Problems) != len(problems) {
+			t.Fatalf("%d problems in, %d out", len(problems), len(got.Problems))
+		}
+		anyBehind := false
+		for i, p := range got.Problems {
+			if p.Since == nil || p.Since.After(now) {
+				t.Fatalf("problem %d since %v", i, p.Since)
+			}
+			for _, q := range before.Problems {
+				if q.Namespace == p.Namespace && q.Name == p.Name && q.Reason == p.Reason && !p.Since.Equal(q.Since) {
+					t.Fatalf("problem %v lost its since %v", p, q.Since)
+				}
+			}
+			anyBehind = anyBehind || unsynced(p.Reason)
+		}
+		if anyBehind != (got.Since != nil) {
+			t.Fatalf("behind %t but since %v", anyBehind, got.Since)
+		}
+		stale := got.Since != nil && now.Sub(got.Since.Time) >= staleAfter
+		if stale != (got.Condition.Reason == v1alpha1.ReasonStale) || stale != (got.Condition.Status == corev1.ConditionFalse) {
+			t.Fatalf("stale %t, condition %s %s", stale, got.Condition.Status, got.Condition.Reason)
+		}
+	})
+}
