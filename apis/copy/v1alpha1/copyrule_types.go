@@ -414,6 +414,11 @@ type CopyRuleObservation struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=5
 	RecentDrift []apisv1alpha1.Drift `json:"recentDrift,omitempty"`
+
+	// Plan lists the copies it would create, update, replace, delete or release, while spec.managementPolicies
+	// is only Observe; empty otherwise.
+	// +optional
+	Plan *apisv1alpha1.Plan `json:"plan,omitempty"`
 }
 
 // A CopyRuleSpec defines the desired state of a CopyRule. A CopyRule has no
@@ -448,6 +453,7 @@ type CopyRuleStatus struct {
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="FRESH",type="string",JSONPath=".status.conditions[?(@.type=='Fresh')].reason",priority=1
+// +kubebuilder:printcolumn:name="PLAN",type="string",JSONPath=".status.atProvider.plan.summary"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,clusterops}

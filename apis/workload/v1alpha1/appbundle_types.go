@@ -139,6 +139,11 @@ type AppBundleObservation struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=5
 	RecentDrift []apisv1alpha1.Drift `json:"recentDrift,omitempty"`
+
+	// Plan lists the objects it would create, update or delete, while spec.managementPolicies
+	// is only Observe; empty otherwise.
+	// +optional
+	Plan *apisv1alpha1.Plan `json:"plan,omitempty"`
 }
 
 // Keys of an AppBundle's connection details, which it writes to the Secret
@@ -181,6 +186,7 @@ type AppBundleStatus struct {
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
 // +kubebuilder:printcolumn:name="SERVICE",type="string",JSONPath=".status.atProvider.serviceAddress",priority=1
+// +kubebuilder:printcolumn:name="PLAN",type="string",JSONPath=".status.atProvider.plan.summary"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,clusterops}

@@ -110,6 +110,11 @@ type ImmortalContainerObservation struct {
 	// +optional
 	// +kubebuilder:validation:MaxItems=5
 	RecentDrift []apisv1alpha1.Drift `json:"recentDrift,omitempty"`
+
+	// Plan lists the pod it would create or replace, while spec.managementPolicies
+	// is only Observe; empty otherwise.
+	// +optional
+	Plan *apisv1alpha1.Plan `json:"plan,omitempty"`
 }
 
 // UnmarshalJSON reads an observation, including one written before startTimes
@@ -194,6 +199,7 @@ type ImmortalContainerStatus struct {
 // +kubebuilder:printcolumn:name="NEXT-RESTART",type="date",JSONPath=".status.atProvider.nextRestartTime",priority=1
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
+// +kubebuilder:printcolumn:name="PLAN",type="string",JSONPath=".status.atProvider.plan.summary"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,clusterops}

@@ -25,8 +25,10 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/drift"
+	"github.com/clusterops/provider-clusterops/internal/plan"
 	"github.com/clusterops/provider-clusterops/internal/reach"
 	"github.com/clusterops/provider-clusterops/internal/target"
 	"github.com/clusterops/provider-clusterops/internal/watchset"
@@ -186,8 +188,9 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	}
 	in := PlanInput{
 		Owner: owner(cr), Sources: sources, Targets: targets, Copies: copies, Occupied: occupied,
-		Policy: p.ConflictPolicy, MayDelete: mayDelete(cr), Reachable: reachable, Transform: tr,
-		Conflicted: conflicts, Settled: drift.Settled(cr),
+		// A plan shows what all policies would do, prunes included.
+		Policy: p.ConflictPolicy, MayDelete: mayDelete(cr) || plan.Only(cr), Reachable: reachable, Transform: tr,
+		Conflicted: conflicts, Settled: drift.Settled(cr), Planning: plan.Only(cr),
 	}
 	e.plan = MakePlan(in)
 	if refs := summarized(copies, e.plan.Actions); len(refs) > 0 {
@@ -203,7 +206,37 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 		return managed.ExternalObservation{}, err
 	}
 	e.observed(cr, srcCl, all, in.Copies, targets)
+	cr.Status.AtProvider.Plan = nil
+	if in.Planning {
+		cr.Status.AtProvider.Plan = plan.Of(planned(CopyKind(p), e.plan.Actions))
+	}
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(e.plan.Actions) == 0}, nil
+}
+
+// planned is what a plan's actions would do, as status shows it.
+func planned(kind string, actions []Action) []apisv1alpha1.PlannedAction {
+	out := make([]apisv1alpha1.PlannedAction, 0, len(actions))
+	for _, a := range actions {
+		pa := apisv1alpha1.PlannedAction{Kind: kind, Namespace: a.Object.Namespace, Name: a.Object.Name, Fields: a.Fields}
+		switch a.Op {
+		case OpCreate:
+			pa.Action = apisv1alpha1.ActionCreate
+		case OpUpdate, OpReplace:
+			pa.Action = apisv1alpha1.ActionUpdate
+			if a.Op == OpReplace {
+				pa.Action, pa.Reason = apisv1alpha1.ActionReplace, "immutable, or of another type: deleted and created again"
+			}
+			if len(a.Fields) == 0 && TakenOver(a.Object) {
+				pa.Reason = "an object the rule did not create, taken over as conflictPolicy says"
+			}
+		case OpPrune:
+			pa.Action, pa.Reason = apisv1alpha1.ActionDelete, "a copy no longer wanted"
+		case OpRelease:
+			pa.Action, pa.Reason = apisv1alpha1.ActionRelease, "taken over and no longer wanted: the rule's marks removed, the object kept"
+		}
+		out = append(out, pa)
+	}
+	return out
 }
 
 // observeDeleted says whether a deleted rule still has copies to delete:

@@ -40,6 +40,9 @@ type Action struct {
 	// written, that another writer changed: what OpUpdate or OpReplace
 	// repairs. Empty when the write follows a change of the source or rule.
 	Drift []string
+	// Fields are the fields an OpUpdate or OpReplace changes, while the rule
+	// only plans (PlanInput.Planning).
+	Fields []string
 }
 
 // Ref names an object in a namespace.
@@ -68,6 +71,9 @@ type PlanInput struct {
 	// Settled is true when the rule was last in sync at its current spec:
 	// only then can a copy differ by another writer's hand (Action.Drift).
 	Settled bool
+	// Planning is true when the rule only plans: each write names the
+	// fields it changes (Action.Fields).
+	Planning bool
 }
 
 // A Plan is what a rule must write to be in sync, and how far it is now.
@@ -146,9 +152,9 @@ func MakePlan(in PlanInput) Plan {
 					p.InSync++
 				case NeedsReplace(c, src):
 					cur := c
-					p.Actions = append(p.Actions, Action{Op: OpReplace, Object: Desired(in.Owner, src, h, ns, nil, TakenOver(c)), Current: &cur, Drift: in.drift(src, h, c)})
+					p.Actions = append(p.Actions, Action{Op: OpReplace, Object: Desired(in.Owner, src, h, ns, nil, TakenOver(c)), Current: &cur, Drift: in.drift(src, h, c), Fields: in.planned(src, h, c)})
 				default:
-					p.Actions = append(p.Actions, Action{Op: OpUpdate, Object: Desired(in.Owner, src, h, ns, &c, TakenOver(c)), Drift: in.drift(src, h, c)})
+					p.Actions = append(p.Actions, Action{Op: OpUpdate, Object: Desired(in.Owner, src, h, ns, &c, TakenOver(c)), Drift: in.drift(src, h, c), Fields: in.planned(src, h, c)})
 				}
 				continue
 			}
@@ -210,6 +216,25 @@ func (in PlanInput) drift(src Object, h string, c Object) []string {
 	if !in.Settled || c.Summary != nil || c.Annotations[AnnotationHash] != h || !OwnedBy(in.Owner, c) {
 		return nil
 	}
+	return in.fields(src, h, c)
+}
+
+// planned returns the fields at which copy c differs from the copy of src
+// the rule wants, while the rule only plans.
+func (in PlanInput) planned(src Object, h string, c Object) []string {
+	if !in.Planning {
+		return nil
+	}
+	return in.fields(src, h, c)
+}
+
+// fields returns the fields at which copy c differs from the copy of src
+// (content hash h) the rule wants.
+func (in PlanInput) fields(src Object, h string, c Object) []string {
+	if c.Summary != nil {
+		// Not read whole: only that its content or marks differ is known.
+		return []string{"."}
+	}
 	want := Desired(in.Owner, src, h, c.Namespace, &c, TakenOver(c))
 	keys := ruleAnnotations(want.Annotations, c.Annotations)
 	fields, err := drift.Fields(view(want, keys), view(c, keys))
@@ -221,9 +246,10 @@ func (in PlanInput) drift(src Object, h string, c Object) []string {
 }
 
 // ruleAnnotations are the keys of the annotations the rule sets on a copy,
-// by either list of those it added.
+// by either list of those it added. The content hash is left out: it changes
+// with the content, which names the fields that changed.
 func ruleAnnotations(a, b map[string]string) []string {
-	keys := []string{AnnotationAdded, AnnotationRule, AnnotationSource, AnnotationHash, AnnotationTakenOver}
+	keys := []string{AnnotationAdded, AnnotationRule, AnnotationSource, AnnotationTakenOver}
 	for _, l := range []string{a[AnnotationAdded], b[AnnotationAdded]} {
 		if l != "" {
 			keys = append(keys, strings.Split(l, ",")...)

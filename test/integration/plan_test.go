@@ -1,0 +1,120 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+var (
+	observeOnly = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
+	allPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionAll}
+)
+
+// planOf renders a plan's actions as "Action Kind ns/name [fields]", sorted.
+func planOf(p *v1alpha1.Plan) []string {
+	if p == nil {
+		return nil
+	}
+	out := make([]string, 0, len(p.Actions))
+	for _, a := range p.Actions {
+		out = append(out, fmt.Sprintf("%s %s %s/%s %v", a.Action, a.Kind, a.Namespace, a.Name, a.Fields))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestCopyRulePlansUnderObserve makes a CopyRule whose management policies
+// are only Observe: it lists the copies it would create, and writes none.
+// With all policies it makes exactly those. Back under Observe, a changed
+// source and a source no longer named are planned as updates (naming the
+// changed key) and deletes, and done as planned once all policies return.
+func TestCopyRulePlansUnderObserve(t *testing.T) {
+	ctx := context.Background()
+	src := env.Namespace(t, "copy-plan-src", nil)
+	t1 := env.Namespace(t, "copy-plan-a", nil)
+	t2 := env.Namespace(t, "copy-plan-b", nil)
+	create(t, configMap(src, "a", map[string]string{"k": "v1"}, nil), configMap(src, "b", map[string]string{"j": "1"}, nil))
+	ensureCopyConfig(t)
+	r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "plan"}}
+	r.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: copyConfig}
+	r.Spec.ManagementPolicies = observeOnly
+	r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"a", "b"}, Namespaces: []string{t1, t2}, ConflictPolicy: copyv1alpha1.ConflictSkip, MaxParallelWrites: 4}
+	create(t, r)
+
+	planned := func(what, summary string, want []string) {
+		t.Helper()
+		testenv.Eventually(t, wait, what, func(ctx context.Context) (bool, error) {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
+				return false, err
+			}
+			p := r.Status.AtProvider.Plan
+			if p == nil || p.Summary != summary || !slices.Equal(planOf(p), want) {
+				return false, fmt.Errorf("plan %+v, status %+v, conditions %+v", p, r.Status.AtProvider, r.Status.Conditions)
+			}
+			return r.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, nil
+		})
+	}
+	planned("the plan to create four copies", "Create 4", []string{
+		"Create ConfigMap " + t1 + "/a []", "Create ConfigMap " + t1 + "/b []",
+		"Create ConfigMap " + t2 + "/a []", "Create ConfigMap " + t2 + "/b []",
+	})
+	for _, ns := range []string{t1, t2} {
+		for _, n := range []string{"a", "b"} {
+			if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &corev1.ConfigMap{}); !kerrors.IsNotFound(err) {
+				t.Errorf("a rule that only plans made %s/%s: %v", ns, n, err)
+			}
+		}
+	}
+
+	env.Update(t, r, func() { r.Spec.ManagementPolicies = allPolicies })
+	for _, ns := range []string{t1, t2} {
+		copyHolds(t, ns, "a", map[string]string{"k": "v1"})
+		copyHolds(t, ns, "b", map[string]string{"j": "1"})
+	}
+	settled(t, r)
+	if r.Status.AtProvider.Plan != nil {
+		t.Errorf("a rule that acts keeps a plan: %+v", r.Status.AtProvider.Plan)
+	}
+
+	env.Update(t, r, func() { r.Spec.ManagementPolicies = observeOnly })
+	source := &corev1.ConfigMap{}
+	get(t, src, "a", source)
+	env.Update(t, source, func() { source.Data["k"] = "v2" })
+	env.Update(t, r, func() { r.Spec.ForProvider.Names = []string{"a"} })
+	planned("the plan to update two copies and delete two", "Update 2, Delete 2", []string{
+		"Delete ConfigMap " + t1 + "/b []", "Delete ConfigMap " + t2 + "/b []",
+		"Update ConfigMap " + t1 + "/a [data.k]", "Update ConfigMap " + t2 + "/a [data.k]",
+	})
+	copyHolds(t, t1, "a", map[string]string{"k": "v1"})
+
+	env.Update(t, r, func() { r.Spec.ManagementPolicies = allPolicies })
+	for _, ns := range []string{t1, t2} {
+		copyHolds(t, ns, "a", map[string]string{"k": "v2"})
+		gone(t, ns, "b")
+	}
+	testenv.Eventually(t, wait, "one event of the planned writes", func(ctx context.Context) (bool, error) {
+		l := &corev1.EventList{}
+		err := env.Client.List(ctx, l, client.InNamespace(src))
+		for _, e := range l.Items {
+			if e.InvolvedObject.Name == r.Name && e.Reason == "SyncedCopies" && strings.HasPrefix(e.Message, "Updated 2, pruned 2") {
+				return true, err
+			}
+		}
+		return false, err
+	})
+}
