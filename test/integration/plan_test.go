@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -116,5 +117,104 @@ func TestCopyRulePlansUnderObserve(t *testing.T) {
 			}
 		}
 		return false, err
+	})
+}
+
+// TestAppBundlePlansUnderObserve makes an AppBundle whose management policies
+// are only Observe: it plans its claim and Deployment, Synced and without
+// making them; with all policies it makes them. Back under Observe, a new
+// image is planned as an update of the Deployment's image, and done once all
+// policies return.
+func TestAppBundlePlansUnderObserve(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, "plan-bundle", nil)
+	ab := bundle(ns, "web")
+	ab.Spec.ManagementPolicies = observeOnly
+	create(t, ab)
+	planned := func(what, summary string, want []string) {
+		t.Helper()
+		testenv.Eventually(t, wait, what, func(ctx context.Context) (bool, error) {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ab), ab); err != nil {
+				return false, err
+			}
+			p := ab.Status.AtProvider.Plan
+			if p == nil || p.Summary != summary || !slices.Equal(planOf(p), want) {
+				return false, fmt.Errorf("plan %+v", p)
+			}
+			if s := ab.GetCondition(xpv2.TypeSynced); s.Status != corev1.ConditionTrue || s.ObservedGeneration != ab.Generation {
+				return false, fmt.Errorf("synced %s %s", s.Status, s.Message)
+			}
+			return true, nil
+		})
+	}
+	planned("the plan to make the claim and the Deployment", "Create 2", []string{
+		"Create Deployment " + ns + "/web []", "Create PersistentVolumeClaim " + ns + "/web-data []",
+	})
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, &appsv1.Deployment{}); !kerrors.IsNotFound(err) {
+		t.Errorf("a bundle that only plans made its Deployment: %v", err)
+	}
+
+	env.Update(t, ab, func() { ab.Spec.ManagementPolicies = allPolicies })
+	deploymentImage(t, ns, "web", "nginx:1.21", "the planned Deployment")
+	get(t, ns, "web-data", &corev1.PersistentVolumeClaim{})
+
+	env.Update(t, ab, func() {
+		ab.Spec.ManagementPolicies = observeOnly
+		ab.Spec.ForProvider.Image = "nginx:1.27"
+	})
+	planned("the plan to change the image", "Update 1", []string{
+		"Update Deployment " + ns + "/web [spec.template.spec.containers[0].image]",
+	})
+	deploymentImage(t, ns, "web", "nginx:1.21", "the Deployment left as it is while planning")
+	env.Update(t, ab, func() { ab.Spec.ManagementPolicies = allPolicies })
+	deploymentImage(t, ns, "web", "nginx:1.27", "the planned image")
+}
+
+// TestImmortalContainerPlansUnderObserve makes an ImmortalContainer whose
+// management policies are only Observe: it plans its pod without making it;
+// with all policies it makes it. Back under Observe, a new image is planned
+// as the pod's replacement, and done once all policies return.
+func TestImmortalContainerPlansUnderObserve(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t, "plan-immortal", nil)
+	ic := immortal(ns, "web")
+	ic.Spec.ManagementPolicies = observeOnly
+	create(t, ic)
+	planned := func(what, summary string, want []string) {
+		t.Helper()
+		testenv.Eventually(t, wait, what, func(ctx context.Context) (bool, error) {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ic), ic); err != nil {
+				return false, err
+			}
+			p := ic.Status.AtProvider.Plan
+			if p == nil || p.Summary != summary || !slices.Equal(planOf(p), want) {
+				return false, fmt.Errorf("plan %+v", p)
+			}
+			if s := ic.GetCondition(xpv2.TypeSynced); s.Status != corev1.ConditionTrue || s.ObservedGeneration != ic.Generation {
+				return false, fmt.Errorf("synced %s %s", s.Status, s.Message)
+			}
+			return true, nil
+		})
+	}
+	planned("the plan to make the pod", "Create 1", []string{"Create Pod " + ns + "/web-immortalpod []"})
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, &corev1.Pod{}); !kerrors.IsNotFound(err) {
+		t.Errorf("an ImmortalContainer that only plans made its pod: %v", err)
+	}
+
+	env.Update(t, ic, func() { ic.Spec.ManagementPolicies = allPolicies })
+	pod := podAfter(t, ns, "web", "")
+	env.Update(t, ic, func() {
+		ic.Spec.ManagementPolicies = observeOnly
+		ic.Spec.ForProvider.Image = "nginx:1.28"
+	})
+	planned("the plan to replace the pod", "Replace 1", []string{"Replace Pod " + ns + "/web-immortalpod []"})
+	get(t, ns, "web-immortalpod", pod)
+	if pod.DeletionTimestamp != nil || pod.Spec.Containers[0].Image != "nginx:1.27" {
+		t.Errorf("the pod was touched while planning: image %s, deleting %v", pod.Spec.Containers[0].Image, pod.DeletionTimestamp)
+	}
+	env.Update(t, ic, func() { ic.Spec.ManagementPolicies = allPolicies })
+	testenv.Eventually(t, wait, "the planned replacement", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, pod)
+		return err == nil && pod.Spec.Containers[0].Image == "nginx:1.28" && pod.DeletionTimestamp == nil, nil
 	})
 }

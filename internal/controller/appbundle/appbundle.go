@@ -32,6 +32,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/drift"
+	"github.com/clusterops/provider-clusterops/internal/plan"
 	"github.com/clusterops/provider-clusterops/internal/ownwrite"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
@@ -109,9 +110,18 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 	// writer changed.
 	settled := !meta.WasDeleted(ab) && drift.Settled(ab)
 	e.drifted = nil
+	planning := !meta.WasDeleted(ab) && plan.Only(ab)
 	if c.deployment == nil && c.service == nil && (c.pvc == nil || retainedPVC) {
 		if settled {
 			e.drifted = gone(ab, c)
+		}
+		if planning {
+			// Reported as there, so that the plan, not crossplane-runtime's
+			// "does not exist" error, is the answer: nothing is created
+			// under the Observe policy either way.
+			ab.Status.AtProvider.Plan = plan.Of(creates(ab, c))
+			ab.SetConditions(readiness(ab, c))
+			return managed.ExternalObservation{ResourceExists: true, ConnectionDetails: connectionDetails(nil)}, nil
 		}
 		return managed.ExternalObservation{ResourceExists: false, ConnectionDetails: connectionDetails(nil)}, nil
 	}
@@ -123,9 +133,21 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 	if settled {
 		e.drifted = gone(ab, c)
 	}
+	var actions []apisv1alpha1.PlannedAction
+	if planning {
+		actions = creates(ab, c)
+	}
 	found := func(kind, name string, fields []string) {
 		if settled && len(fields) > 0 {
 			e.drifted = append(e.drifted, drift.Of(kind, ab.GetNamespace(), name, fields))
+		}
+		if planning && len(fields) > 0 {
+			actions = append(actions, apisv1alpha1.PlannedAction{Action: apisv1alpha1.ActionUpdate, Kind: kind, Namespace: ab.GetNamespace(), Name: name, Fields: fields})
+		}
+	}
+	adopted := func(kind, name string) {
+		if planning {
+			actions = append(actions, apisv1alpha1.PlannedAction{Action: apisv1alpha1.ActionUpdate, Kind: kind, Namespace: ab.GetNamespace(), Name: name, Reason: "not made by this AppBundle: taken over (adoptExisting)"})
 		}
 	}
 
@@ -134,6 +156,9 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 		return managed.ExternalObservation{}, err
 	}
 	if c.deployment == nil || !bundleMark.On(c.deployment, ab) {
+		if c.deployment != nil {
+			adopted(kindDeployment, c.deployment.GetName())
+		}
 		upToDate = false
 	} else {
 		drifted, err := deploymentDrifted(want, c.deployment)
@@ -154,6 +179,9 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 		if change.Apply {
 			found(kindClaim, c.pvc.GetName(), change.Drifted)
 		}
+		if !bundleMark.On(c.pvc, ab) {
+			adopted(kindClaim, c.pvc.GetName())
+		}
 		upToDate = upToDate && !change.Apply && bundleMark.On(c.pvc, ab)
 	}
 
@@ -167,15 +195,42 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 			return managed.ExternalObservation{}, err
 		}
 		found(kindService, c.service.GetName(), drifted)
+		if !bundleMark.On(c.service, ab) {
+			adopted(kindService, c.service.GetName())
+		}
 		upToDate = upToDate && bundleMark.On(c.service, ab) && len(drifted) == 0
 		details = connectionDetails(c.service)
 	case c.service != nil:
 		// A Service is no longer wanted.
 		upToDate = false
+		if planning {
+			actions = append(actions, apisv1alpha1.PlannedAction{Action: apisv1alpha1.ActionDelete, Kind: kindService, Namespace: ab.GetNamespace(), Name: c.service.GetName(), Reason: "spec.forProvider.service is None"})
+		}
+	}
+	if planning {
+		ab.Status.AtProvider.Plan = plan.Of(actions)
 	}
 
 	ab.SetConditions(readiness(ab, c))
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ConnectionDetails: details}, nil
+}
+
+// creates are the actions that make the bundle's objects missing from c.
+func creates(ab *v1alpha1.AppBundle, c children) []apisv1alpha1.PlannedAction {
+	var out []apisv1alpha1.PlannedAction
+	add := func(kind, name string) {
+		out = append(out, apisv1alpha1.PlannedAction{Action: apisv1alpha1.ActionCreate, Kind: kind, Namespace: ab.GetNamespace(), Name: name})
+	}
+	if c.pvc == nil {
+		add(kindClaim, PVCName(ab))
+	}
+	if c.deployment == nil {
+		add(kindDeployment, ab.GetName())
+	}
+	if wantsService(ab) && c.service == nil {
+		add(kindService, ab.GetName())
+	}
+	return out
 }
 
 // gone are the bundle's objects of a bundle in sync that are missing from c:
@@ -308,6 +363,7 @@ func (e *external) setStorageCondition(ab *v1alpha1.AppBundle, c pvcChange) {
 }
 
 func (e *external) Create(ctx context.Context, ab *v1alpha1.AppBundle) (managed.ExternalCreation, error) {
+	ab.Status.AtProvider.Plan = nil
 	ab.SetConditions(xpv2.Creating())
 	applied, details, err := e.apply(ctx, ab)
 	if err == nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/drift"
+	"github.com/clusterops/provider-clusterops/internal/plan"
 	"github.com/clusterops/provider-clusterops/internal/ownership"
 	"github.com/clusterops/provider-clusterops/internal/shard"
 	"github.com/clusterops/provider-clusterops/internal/target"
@@ -125,6 +126,10 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 	}
 	e.observed, e.observedSet = pod, true
 	details := connectionDetails(ic, pod)
+	ic.Status.AtProvider.Plan = nil
+	if !meta.WasDeleted(ic) && plan.Only(ic) {
+		return e.plan(ic, pod, details), nil
+	}
 	if pod == nil {
 		o := &ic.Status.AtProvider
 		// A pod the provider neither saw end nor replaced was deleted while
@@ -164,6 +169,39 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 	}
 	upToDate := sameSpec(ic, pod) && shardLabelled(ic, pod)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ConnectionDetails: details}, nil
+}
+
+// plan reports what the ImmortalContainer would do with its pod, while its
+// management policies are only Observe, and does nothing. Its pod counts as
+// there, so that the plan, not crossplane-runtime's "does not exist" error,
+// is the answer.
+func (e *external) plan(ic *v1alpha1.ImmortalContainer, pod *corev1.Pod, details managed.ConnectionDetails) managed.ExternalObservation {
+	a := apisv1alpha1.PlannedAction{Kind: podKind, Namespace: ic.GetNamespace(), Name: PodName(ic)}
+	switch {
+	case pod == nil:
+		a.Action = apisv1alpha1.ActionCreate
+		ic.SetConditions(xpv2.Unavailable().WithMessage("no pod: the management policies are only Observe"))
+	case terminating(pod):
+		a.Action, a.Reason = apisv1alpha1.ActionCreate, "the pod is terminating"
+	case ended(pod):
+		a.Action, a.Reason = apisv1alpha1.ActionReplace, "the pod ended: "+exitReason(pod)
+	case !sameSpec(ic, pod):
+		a.Action, a.Reason = apisv1alpha1.ActionReplace, "the parameters changed, which a pod cannot take in place"
+	case !shardLabelled(ic, pod):
+		a.Action, a.Fields = apisv1alpha1.ActionUpdate, []string{"metadata.labels[" + shard.Label + "]"}
+	}
+	var actions []apisv1alpha1.PlannedAction
+	if a.Action != "" {
+		actions = append(actions, a)
+	}
+	ic.Status.AtProvider.Plan = plan.Of(actions)
+	if pod != nil {
+		seen(&ic.Status.AtProvider, pod)
+		if running(pod) && !terminating(pod) {
+			ic.SetConditions(xpv2.Available())
+		}
+	}
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(actions) == 0, ConnectionDetails: details}
 }
 
 // seen records pod in o: the current pod, and its start. Starts are counted
