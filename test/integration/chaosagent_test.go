@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -352,6 +353,32 @@ func TestChaosAgentDryRunWritesNothing(t *testing.T) {
 	if !strings.Contains(o.LastRoundSummary, "(dry run)") {
 		t.Errorf("lastRoundSummary = %q, want it to say what would have happened", o.LastRoundSummary)
 	}
+	planIsLastRound(t, ca)
+}
+
+// planIsLastRound checks that a dry-running agent's plan lists what its last
+// round would have done, as its recent actions record it.
+func planIsLastRound(t *testing.T, ca *chaosv1alpha1.ChaosAgent) {
+	t.Helper()
+	o := ca.Status.AtProvider
+	if o.Plan == nil {
+		t.Fatalf("a dry-running agent has no plan; last round: %s", o.LastRoundSummary)
+	}
+	var last []string
+	for _, a := range o.RecentActions {
+		if o.LastRoundTime != nil && a.Time.Equal(o.LastRoundTime) {
+			last = append(last, a.Namespace+"/"+a.Name)
+		}
+	}
+	var planned []string
+	for _, a := range o.Plan.Actions {
+		planned = append(planned, a.Namespace+"/"+a.Name)
+	}
+	slices.Sort(last)
+	slices.Sort(planned)
+	if !slices.Equal(last, planned) || o.Plan.Summary == "" {
+		t.Errorf("plan %q (%s), want the last round's actions %q", planned, o.Plan.Summary, last)
+	}
 }
 
 func TestChaosAgentObserveOnlyWritesNothing(t *testing.T) {
@@ -370,6 +397,7 @@ func TestChaosAgentObserveOnlyWritesNothing(t *testing.T) {
 			t.Errorf("recent action %+v is not marked as a dry run", a)
 		}
 	}
+	planIsLastRound(t, ca)
 }
 
 func TestChaosAgentQuietWindowWritesNothing(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
@@ -217,4 +218,55 @@ func TestImmortalContainerPlansUnderObserve(t *testing.T) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, pod)
 		return err == nil && pod.Spec.Containers[0].Image == "nginx:1.28" && pod.DeletionTimestamp == nil, nil
 	})
+}
+
+// TestConfigRolloutPlansUnderObserve follows a Deployment with a ConfigRollout
+// whose management policies are only Observe: following it plans nothing; a
+// change of a listed key plans its roll, naming the source and key, and
+// leaves the Deployment as it is; with all policies it rolls once.
+func TestConfigRolloutPlansUnderObserve(t *testing.T) {
+	ns := env.Namespace(t, "plan-rollout", nil)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"app.conf": "a"}}
+	cr := &workloadv1alpha1.ConfigRollout{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf", Keys: []string{"app.conf"}}},
+			Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}},
+		}},
+	}
+	cr.Spec.ManagementPolicies = observeOnly
+	create(t, cm, consumer(ns, "web", "conf"), cr)
+	planned := func(what, summary string, want []string) {
+		t.Helper()
+		testenv.Eventually(t, wait, what, func(ctx context.Context) (bool, error) {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
+				return false, err
+			}
+			p := cr.Status.AtProvider.Plan
+			if p == nil || p.Summary != summary || !slices.Equal(planOf(p), want) {
+				return false, fmt.Errorf("plan %+v", p)
+			}
+			return true, nil
+		})
+	}
+	planned("following to plan nothing", "Nothing to do", nil)
+	d := &appsv1.Deployment{}
+	get(t, ns, "web", d)
+	gen := d.Generation
+
+	env.Update(t, cm, func() { cm.Data["app.conf"] = "b" })
+	planned("the roll to be planned", "Update 1", []string{"Update Deployment " + ns + "/web [spec.template.metadata.annotations[" + hashKey + "]]"})
+	if r := cr.Status.AtProvider.Plan.Actions[0].Reason; r != "rolls its pods: ConfigMap conf changed (keys app.conf)" {
+		t.Errorf("the planned roll's reason: %q", r)
+	}
+	get(t, ns, "web", d)
+	if d.Generation != gen {
+		t.Errorf("a rollout that only plans rolled its Deployment: generation %d → %d", gen, d.Generation)
+	}
+
+	env.Update(t, cr, func() { cr.Spec.ManagementPolicies = allPolicies })
+	r, d := rolledTo(t, ns, "web", "web")
+	if d.Generation != gen+1 || r.Status.AtProvider.Rollouts != 1 || r.Status.AtProvider.Plan != nil {
+		t.Errorf("generation %d → %d, rollouts %d, plan %+v: want the planned roll, once, and no plan", gen, d.Generation, r.Status.AtProvider.Rollouts, r.Status.AtProvider.Plan)
+	}
 }

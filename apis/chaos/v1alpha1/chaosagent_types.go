@@ -303,6 +303,12 @@ type ChaosAgentObservation struct {
 	// +optional
 	Refused int64 `json:"refused,omitempty"`
 
+	// Plan is what the last round would have done, in the shape every kind
+	// reports its plan in, while the agent only dry-runs (dryRun, or
+	// management policies that are only Observe); empty otherwise.
+	// +optional
+	Plan *apisv1alpha1.Plan `json:"plan,omitempty"`
+
 	// RecentActions are the latest actions, newest last; at most 20 are kept.
 	// +optional
 	// +kubebuilder:validation:MaxItems=20
@@ -438,6 +444,7 @@ type ChaosAgentStatus struct {
 // +kubebuilder:printcolumn:name="WHY",type="string",JSONPath=".status.conditions[?(@.type=='Acting')].reason",priority=1
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
+// +kubebuilder:printcolumn:name="PLAN",type="string",JSONPath=".status.atProvider.plan.summary"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,clusterops}

@@ -21,6 +21,7 @@ limitations under the License.
 package v1alpha1
 
 import (
+	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
@@ -110,6 +111,11 @@ func (in *ChaosAgentObservation) DeepCopyInto(out *ChaosAgentObservation) {
 	if in.NextRoundTime != nil {
 		in, out := &in.NextRoundTime, &out.NextRoundTime
 		*out = (*in).DeepCopy()
+	}
+	if in.Plan != nil {
+		in, out := &in.Plan, &out.Plan
+		*out = new(apisv1alpha1.Plan)
+		(*in).DeepCopyInto(*out)
 	}
 	if in.RecentActions != nil {
 		in, out := &in.RecentActions, &out.RecentActions

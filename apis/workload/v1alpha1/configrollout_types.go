@@ -312,6 +312,11 @@ type ConfigRolloutObservation struct {
 	// +optional
 	Sources []SourceHash `json:"sources,omitempty"`
 
+	// Plan lists the workloads the rollout would roll, and why, while
+	// spec.managementPolicies is only Observe; empty otherwise.
+	// +optional
+	Plan *apisv1alpha1.Plan `json:"plan,omitempty"`
+
 	// Workloads selected, with the hash each carries.
 	// +optional
 	Workloads []RolledWorkload `json:"workloads,omitempty"`
@@ -359,6 +364,7 @@ type ConfigRolloutStatus struct {
 // +kubebuilder:printcolumn:name="PENDING",type="integer",JSONPath=".status.atProvider.progress.pending",priority=1
 // +kubebuilder:printcolumn:name="READY",type="string",JSONPath=".status.conditions[?(@.type=='Ready')].status"
 // +kubebuilder:printcolumn:name="SYNCED",type="string",JSONPath=".status.conditions[?(@.type=='Synced')].status"
+// +kubebuilder:printcolumn:name="PLAN",type="string",JSONPath=".status.atProvider.plan.summary"
 // +kubebuilder:printcolumn:name="AGE",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Namespaced,categories={crossplane,managed,clusterops}

@@ -256,6 +256,11 @@ func (in *ConfigRolloutObservation) DeepCopyInto(out *ConfigRolloutObservation) 
 		*out = make([]SourceHash, len(*in))
 		copy(*out, *in)
 	}
+	if in.Plan != nil {
+		in, out := &in.Plan, &out.Plan
+		*out = new(apisv1alpha1.Plan)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Workloads != nil {
 		in, out := &in.Workloads, &out.Workloads
 		*out = make([]RolledWorkload, len(*in))

@@ -32,8 +32,8 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/drift"
-	"github.com/clusterops/provider-clusterops/internal/plan"
 	"github.com/clusterops/provider-clusterops/internal/ownwrite"
+	"github.com/clusterops/provider-clusterops/internal/plan"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 

@@ -289,6 +289,7 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 	}
 	plan := Decide(s, w, rand.New(rand.NewPCG(seed, uint64(round)))) //nolint:gosec // Chaos, not cryptography.
 
+	o.Plan = planned(dry, plan.Actions)
 	reasons := append(slices.Clone(notes), plan.Reasons...)
 	b := e.backup(ca)
 	if !dry && slices.ContainsFunc(plan.Actions, func(a Action) bool {

@@ -27,6 +27,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/ownwrite"
+	"github.com/clusterops/provider-clusterops/internal/plan"
 	"github.com/clusterops/provider-clusterops/internal/target"
 	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
@@ -248,6 +249,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	for _, s := range sources {
 		hashes = append(hashes, s.Hash)
 	}
+	before := o.Sources
 	o.Sources = sources
 	if h := Combined(hashes); h != o.Hash {
 		now := metav1.NewTime(e.now())
@@ -259,6 +261,11 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 		return managed.ExternalObservation{}, sel.err
 	}
 	pending, locked := e.compare(ctx, cr, ws, len(missing) == 0)
+	prev := o.Plan
+	o.Plan = nil
+	if plan.Only(cr) {
+		o.Plan = planned(cr.Spec.ForProvider, cr.GetNamespace(), prev, before, sources, pending)
+	}
 	if err := e.planWave(cr, ws, pending); err != nil {
 		return managed.ExternalObservation{}, err
 	}
