@@ -87,6 +87,16 @@ func TestExamplesApply(t *testing.T) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: "platform", Name: "copyrator-greeting"}, &corev1.ConfigMap{})
 		return kerrors.IsNotFound(err), nil
 	})
+	// The plan-first example plans its two copies and makes none.
+	planFirst := &copyv1alpha1.CopyRule{}
+	testenv.Eventually(t, wait, "the plan-first example's plan", func(ctx context.Context) (bool, error) {
+		err := env.Client.Get(ctx, types.NamespacedName{Namespace: "platform", Name: "search-tuning"}, planFirst)
+		p := planFirst.Status.AtProvider.Plan
+		return p != nil && p.Summary == "Create 2", err
+	})
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: "team-search", Name: "search-tuning"}, &corev1.ConfigMap{}); !kerrors.IsNotFound(err) {
+		t.Errorf("the plan-first example made a copy: %v", err)
+	}
 	// The ImmortalContainer example starts its pod.
 	testenv.Eventually(t, wait, "the example ImmortalContainer's pod", func(ctx context.Context) (bool, error) {
 		return true, env.Client.Get(ctx, types.NamespacedName{Namespace: "demo", Name: "example-immortalcontainer-immortalpod"}, &corev1.Pod{})
