@@ -229,6 +229,44 @@ func testManagedResource(t *testing.T) {
 		t.Fatalf("%d starts at %v, want one", st.startTimes, st.startTimestamps)
 	}
 	pullSecretCopy(t)
+	testPlanThenAct(t)
+}
+
+// testPlanThenAct applies the plan-first example, a CopyRule whose management policies are only
+// Observe: through the provider Crossplane installed, it plans its two copies and makes neither.
+// Its policies set to all, it makes the two it planned.
+func testPlanThenAct(t *testing.T) {
+	t.Helper()
+	const file = "examples/copy/plan-first.yaml"
+	apply(t, file, nil)
+	eventually(t, "the plan-first CopyRule's plan", func(ctx context.Context) (bool, string, error) {
+		u, err := get(ctx, copyRuleGVK, "platform", "search-tuning")
+		if err != nil {
+			return false, "", err
+		}
+		summary, _, _ := unstructured.NestedString(u.Object, "status", "atProvider", "plan", "summary")
+		synced, _ := condition(u, "Synced")
+		return summary == "Create 2" && synced == "True", "plan " + summary + ", synced " + synced, nil
+	})
+	targets := []string{"team-search", "team-payments"}
+	for _, ns := range targets {
+		if err := s.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "search-tuning"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Fatalf("a CopyRule that only plans made a copy in %s: %v", ns, err)
+		}
+	}
+	apply(t, file, func(u *unstructured.Unstructured) {
+		if u.GetKind() == "CopyRule" {
+			_ = unstructured.SetNestedStringSlice(u.Object, []string{"*"}, "spec", "managementPolicies")
+		}
+	})
+	eventually(t, "the planned copies", func(ctx context.Context) (bool, string, error) {
+		for _, ns := range targets {
+			if err := s.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "search-tuning"}, &corev1.ConfigMap{}); err != nil {
+				return false, ns + ": " + err.Error(), nil
+			}
+		}
+		return true, "", nil
+	})
 }
 
 // pullSecretCopy returns the copy the registry-pull example makes in team-payments.
