@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
+
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
@@ -40,6 +42,24 @@ func planOf(p *v1alpha1.Plan) []string {
 	return out
 }
 
+// waitPlan waits until mg is Synced at its generation with a plan, read by
+// plan, of this summary and these actions (planOf).
+func waitPlan(t *testing.T, what string, mg resource.Managed, plan func() *v1alpha1.Plan, summary string, want []string) {
+	t.Helper()
+	testenv.Eventually(t, wait, what, func(ctx context.Context) (bool, error) {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mg), mg); err != nil {
+			return false, err
+		}
+		if p := plan(); p == nil || p.Summary != summary || !slices.Equal(planOf(p), want) {
+			return false, fmt.Errorf("plan %+v", p)
+		}
+		if s := mg.GetCondition(xpv2.TypeSynced); s.Status != corev1.ConditionTrue || s.ObservedGeneration != mg.GetGeneration() {
+			return false, fmt.Errorf("synced %s %s", s.Status, s.Message)
+		}
+		return true, nil
+	})
+}
+
 // TestCopyRulePlansUnderObserve makes a CopyRule whose management policies
 // are only Observe: it lists the copies it would create, and writes none.
 // With all policies it makes exactly those. Back under Observe, a changed
@@ -60,16 +80,7 @@ func TestCopyRulePlansUnderObserve(t *testing.T) {
 
 	planned := func(what, summary string, want []string) {
 		t.Helper()
-		testenv.Eventually(t, wait, what, func(ctx context.Context) (bool, error) {
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
-				return false, err
-			}
-			p := r.Status.AtProvider.Plan
-			if p == nil || p.Summary != summary || !slices.Equal(planOf(p), want) {
-				return false, fmt.Errorf("plan %+v, status %+v, conditions %+v", p, r.Status.AtProvider, r.Status.Conditions)
-			}
-			return r.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, nil
-		})
+		waitPlan(t, what, r, func() *v1alpha1.Plan { return r.Status.AtProvider.Plan }, summary, want)
 	}
 	planned("the plan to create four copies", "Create 4", []string{
 		"Create ConfigMap " + t1 + "/a []", "Create ConfigMap " + t1 + "/b []",
@@ -134,19 +145,7 @@ func TestAppBundlePlansUnderObserve(t *testing.T) {
 	create(t, ab)
 	planned := func(what, summary string, want []string) {
 		t.Helper()
-		testenv.Eventually(t, wait, what, func(ctx context.Context) (bool, error) {
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ab), ab); err != nil {
-				return false, err
-			}
-			p := ab.Status.AtProvider.Plan
-			if p == nil || p.Summary != summary || !slices.Equal(planOf(p), want) {
-				return false, fmt.Errorf("plan %+v", p)
-			}
-			if s := ab.GetCondition(xpv2.TypeSynced); s.Status != corev1.ConditionTrue || s.ObservedGeneration != ab.Generation {
-				return false, fmt.Errorf("synced %s %s", s.Status, s.Message)
-			}
-			return true, nil
-		})
+		waitPlan(t, what, ab, func() *v1alpha1.Plan { return ab.Status.AtProvider.Plan }, summary, want)
 	}
 	planned("the plan to make the claim and the Deployment", "Create 2", []string{
 		"Create Deployment " + ns + "/web []", "Create PersistentVolumeClaim " + ns + "/web-data []",
@@ -183,19 +182,7 @@ func TestImmortalContainerPlansUnderObserve(t *testing.T) {
 	create(t, ic)
 	planned := func(what, summary string, want []string) {
 		t.Helper()
-		testenv.Eventually(t, wait, what, func(ctx context.Context) (bool, error) {
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ic), ic); err != nil {
-				return false, err
-			}
-			p := ic.Status.AtProvider.Plan
-			if p == nil || p.Summary != summary || !slices.Equal(planOf(p), want) {
-				return false, fmt.Errorf("plan %+v", p)
-			}
-			if s := ic.GetCondition(xpv2.TypeSynced); s.Status != corev1.ConditionTrue || s.ObservedGeneration != ic.Generation {
-				return false, fmt.Errorf("synced %s %s", s.Status, s.Message)
-			}
-			return true, nil
-		})
+		waitPlan(t, what, ic, func() *v1alpha1.Plan { return ic.Status.AtProvider.Plan }, summary, want)
 	}
 	planned("the plan to make the pod", "Create 1", []string{"Create Pod " + ns + "/web-immortalpod []"})
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}, &corev1.Pod{}); !kerrors.IsNotFound(err) {
@@ -238,16 +225,7 @@ func TestConfigRolloutPlansUnderObserve(t *testing.T) {
 	create(t, cm, consumer(ns, "web", "conf"), cr)
 	planned := func(what, summary string, want []string) {
 		t.Helper()
-		testenv.Eventually(t, wait, what, func(ctx context.Context) (bool, error) {
-			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(cr), cr); err != nil {
-				return false, err
-			}
-			p := cr.Status.AtProvider.Plan
-			if p == nil || p.Summary != summary || !slices.Equal(planOf(p), want) {
-				return false, fmt.Errorf("plan %+v", p)
-			}
-			return true, nil
-		})
+		waitPlan(t, what, cr, func() *v1alpha1.Plan { return cr.Status.AtProvider.Plan }, summary, want)
 	}
 	planned("following to plan nothing", "Nothing to do", nil)
 	d := &appsv1.Deployment{}
