@@ -106,20 +106,14 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 		return managed.ExternalObservation{}, err
 	}
 	retainedPVC := meta.WasDeleted(ab) && ab.Spec.ForProvider.PVCDeletionPolicy != v1alpha1.PVCDelete
-	// What differs from a bundle in sync at its current spec, another
-	// writer changed.
-	settled := !meta.WasDeleted(ab) && drift.Settled(ab)
-	e.drifted = nil
-	planning := !meta.WasDeleted(ab) && plan.Only(ab)
+	f := newFindings(ab, c)
+	e.drifted = f.drifted
 	if c.deployment == nil && c.service == nil && (c.pvc == nil || retainedPVC) {
-		if settled {
-			e.drifted = gone(ab, c)
-		}
-		if planning {
+		if f.planning {
 			// Reported as there, so that the plan, not crossplane-runtime's
 			// "does not exist" error, is the answer: nothing is created
 			// under the Observe policy either way.
-			ab.Status.AtProvider.Plan = plan.Of(creates(ab, c))
+			ab.Status.AtProvider.Plan = plan.Of(f.actions)
 			ab.SetConditions(readiness(ab, c))
 			return managed.ExternalObservation{ResourceExists: true, ConnectionDetails: connectionDetails(nil)}, nil
 		}
@@ -128,91 +122,91 @@ func (e *external) Observe(ctx context.Context, ab *v1alpha1.AppBundle) (managed
 	if meta.WasDeleted(ab) {
 		return managed.ExternalObservation{ResourceExists: true}, nil
 	}
-	var upToDate bool
 	ab.Status.AtProvider = observed(ab, c)
-	if settled {
-		e.drifted = gone(ab, c)
-	}
-	var actions []apisv1alpha1.PlannedAction
-	if planning {
-		actions = creates(ab, c)
-	}
-	found := func(kind, name string, fields []string) {
-		if settled && len(fields) > 0 {
-			e.drifted = append(e.drifted, drift.Of(kind, ab.GetNamespace(), name, fields))
-		}
-		if planning && len(fields) > 0 {
-			actions = append(actions, apisv1alpha1.PlannedAction{Action: apisv1alpha1.ActionUpdate, Kind: kind, Namespace: ab.GetNamespace(), Name: name, Fields: fields})
-		}
-	}
-	adopted := func(kind, name string) {
-		if planning {
-			actions = append(actions, apisv1alpha1.PlannedAction{Action: apisv1alpha1.ActionUpdate, Kind: kind, Namespace: ab.GetNamespace(), Name: name, Reason: "not made by this AppBundle: taken over (adoptExisting)"})
-		}
-	}
-
-	want, err := desiredDeployment(ab, e.cluster.Local)
+	deploymentOK, err := e.observeDeployment(ab, c, f)
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	if c.deployment == nil || !bundleMark.On(c.deployment, ab) {
-		if c.deployment != nil {
-			adopted(kindDeployment, c.deployment.GetName())
-		}
-		upToDate = false
-	} else {
-		drifted, err := deploymentDrifted(want, c.deployment)
-		if err != nil {
-			return managed.ExternalObservation{}, err
-		}
-		found(kindDeployment, c.deployment.GetName(), drifted)
-		upToDate = len(drifted) == 0
+	claimOK, err := e.observeClaim(ctx, ab, c, f)
+	if err != nil {
+		return managed.ExternalObservation{}, err
 	}
-	if c.pvc == nil {
-		upToDate = false
-	} else {
-		change, err := e.pvcChange(ctx, ab, c.pvc)
-		if err != nil {
-			return managed.ExternalObservation{}, err
-		}
-		e.setStorageCondition(ab, change)
-		if change.Apply {
-			found(kindClaim, c.pvc.GetName(), change.Drifted)
-		}
-		if !bundleMark.On(c.pvc, ab) {
-			adopted(kindClaim, c.pvc.GetName())
-		}
-		upToDate = upToDate && !change.Apply && bundleMark.On(c.pvc, ab)
+	serviceOK, details, err := e.observeService(ab, c, f)
+	if err != nil {
+		return managed.ExternalObservation{}, err
 	}
+	e.drifted = f.drifted
+	if f.planning {
+		ab.Status.AtProvider.Plan = plan.Of(f.actions)
+	}
+	ab.SetConditions(readiness(ab, c))
+	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: deploymentOK && claimOK && serviceOK, ConnectionDetails: details}, nil
+}
 
-	details := connectionDetails(nil)
+// observeDeployment reports whether the bundle's Deployment is as wanted.
+func (e *external) observeDeployment(ab *v1alpha1.AppBundle, c children, f *findings) (bool, error) {
+	if c.deployment == nil {
+		return false, nil
+	}
+	if !bundleMark.On(c.deployment, ab) {
+		f.adopted(kindDeployment, c.deployment.GetName())
+		return false, nil
+	}
+	want, err := desiredDeployment(ab, e.cluster.Local)
+	if err != nil {
+		return false, err
+	}
+	drifted, err := deploymentDrifted(want, c.deployment)
+	if err != nil {
+		return false, err
+	}
+	f.changed(kindDeployment, c.deployment.GetName(), drifted)
+	return len(drifted) == 0, nil
+}
+
+// observeClaim reports whether the bundle's claim is as wanted, or as near
+// as it may be, and sets the StorageSynced condition.
+func (e *external) observeClaim(ctx context.Context, ab *v1alpha1.AppBundle, c children, f *findings) (bool, error) {
+	if c.pvc == nil {
+		return false, nil
+	}
+	change, err := e.pvcChange(ctx, ab, c.pvc)
+	if err != nil {
+		return false, err
+	}
+	e.setStorageCondition(ab, change)
+	if change.Apply {
+		f.changed(kindClaim, c.pvc.GetName(), change.Drifted)
+	}
+	if !bundleMark.On(c.pvc, ab) {
+		f.adopted(kindClaim, c.pvc.GetName())
+		return false, nil
+	}
+	return !change.Apply, nil
+}
+
+// observeService reports whether the bundle's Service is as wanted (none,
+// when it wants none), with the connection details it gives.
+func (e *external) observeService(ab *v1alpha1.AppBundle, c children, f *findings) (bool, managed.ConnectionDetails, error) {
 	switch {
 	case wantsService(ab) && c.service == nil:
-		upToDate = false
+		return false, connectionDetails(nil), nil
 	case wantsService(ab):
 		drifted, err := serviceDrifted(desiredService(ab, e.cluster.Local), c.service)
 		if err != nil {
-			return managed.ExternalObservation{}, err
+			return false, nil, err
 		}
-		found(kindService, c.service.GetName(), drifted)
-		if !bundleMark.On(c.service, ab) {
-			adopted(kindService, c.service.GetName())
+		f.changed(kindService, c.service.GetName(), drifted)
+		mine := bundleMark.On(c.service, ab)
+		if !mine {
+			f.adopted(kindService, c.service.GetName())
 		}
-		upToDate = upToDate && bundleMark.On(c.service, ab) && len(drifted) == 0
-		details = connectionDetails(c.service)
+		return mine && len(drifted) == 0, connectionDetails(c.service), nil
 	case c.service != nil:
-		// A Service is no longer wanted.
-		upToDate = false
-		if planning {
-			actions = append(actions, apisv1alpha1.PlannedAction{Action: apisv1alpha1.ActionDelete, Kind: kindService, Namespace: ab.GetNamespace(), Name: c.service.GetName(), Reason: "spec.forProvider.service is None"})
-		}
+		f.unwanted(kindService, c.service.GetName(), "spec.forProvider.service is None")
+		return false, connectionDetails(nil), nil
 	}
-	if planning {
-		ab.Status.AtProvider.Plan = plan.Of(actions)
-	}
-
-	ab.SetConditions(readiness(ab, c))
-	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: upToDate, ConnectionDetails: details}, nil
+	return true, connectionDetails(nil), nil
 }
 
 // creates are the actions that make the bundle's objects missing from c.

@@ -115,8 +115,7 @@ func mayDelete(cr *v1alpha1.CopyRule) bool {
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.ExternalObservation, error) {
 	p := cr.Spec.ForProvider
 	tgt := targetRef(cr)
-	e.before = v1alpha1.CopyRuleObservation{Problems: slices.Clone(cr.Status.AtProvider.Problems), OutOfSyncSince: cr.Status.AtProvider.OutOfSyncSince}
-	e.beforeFresh = cr.GetCondition(v1alpha1.TypeFresh)
+	e.begin(cr)
 	// The watches the rule reads from are joined before it reads: a
 	// namespace made, or a copy changed, in between must reach it. Its other
 	// watches it joins once it knows them (watch).
@@ -206,11 +205,24 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 		return managed.ExternalObservation{}, err
 	}
 	e.observed(cr, srcCl, all, in.Copies, targets)
-	cr.Status.AtProvider.Plan = nil
-	if in.Planning {
-		cr.Status.AtProvider.Plan = plan.Of(planned(CopyKind(p), e.plan.Actions))
-	}
+	e.planned(cr, in.Planning)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(e.plan.Actions) == 0}, nil
+}
+
+// begin remembers the rule's problems and freshness as the reconcile found
+// them, for each report of it to carry on from (Fresh).
+func (e *external) begin(cr *v1alpha1.CopyRule) {
+	e.before = v1alpha1.CopyRuleObservation{Problems: slices.Clone(cr.Status.AtProvider.Problems), OutOfSyncSince: cr.Status.AtProvider.OutOfSyncSince}
+	e.beforeFresh = cr.GetCondition(v1alpha1.TypeFresh)
+}
+
+// planned shows the plan in status while the rule only plans, and none
+// otherwise.
+func (e *external) planned(cr *v1alpha1.CopyRule, planning bool) {
+	cr.Status.AtProvider.Plan = nil
+	if planning {
+		cr.Status.AtProvider.Plan = plan.Of(planned(CopyKind(cr.Spec.ForProvider), e.plan.Actions))
+	}
 }
 
 // planned is what a plan's actions would do, as status shows it.

@@ -261,8 +261,12 @@ func testPlanThenAct(t *testing.T) {
 	})
 	eventually(t, "the planned copies", func(ctx context.Context) (bool, string, error) {
 		for _, ns := range targets {
-			if err := s.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "search-tuning"}, &corev1.ConfigMap{}); err != nil {
-				return false, ns + ": " + err.Error(), nil
+			err := s.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "search-tuning"}, &corev1.ConfigMap{})
+			if apierrors.IsNotFound(err) {
+				return false, "no copy in " + ns + " yet", nil
+			}
+			if err != nil {
+				return false, "", err
 			}
 		}
 		return true, "", nil
