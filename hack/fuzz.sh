@@ -32,6 +32,7 @@ TARGETS="
 ./internal/controller/copyrule/             FuzzSourceConflicts
 ./internal/controller/copyrule/             FuzzTransform
 ./internal/controller/copyrule/             FuzzInputsDigest
+./internal/controller/copyrule/             FuzzFresh
 ./internal/window/                          FuzzWindow
 ./internal/shard/                           FuzzAssign
 ./internal/shard/                           FuzzOf
@@ -51,6 +52,7 @@ TARGETS="
 ./internal/function/                        FuzzNames
 ./internal/apimetrics/                      FuzzClassify
 ./internal/controller/managedkind/          FuzzJittered
+./internal/drift/                           FuzzFields
 "
 
 failed=0
