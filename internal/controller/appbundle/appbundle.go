@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,7 +30,6 @@ import (
 	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
-	"github.com/clusterops/provider-clusterops/internal/drift"
 	"github.com/clusterops/provider-clusterops/internal/ownwrite"
 	"github.com/clusterops/provider-clusterops/internal/plan"
 	"github.com/clusterops/provider-clusterops/internal/target"
@@ -207,48 +205,6 @@ func (e *external) observeService(ab *v1alpha1.AppBundle, c children, f *finding
 		return false, connectionDetails(nil), nil
 	}
 	return true, connectionDetails(nil), nil
-}
-
-// creates are the actions that make the bundle's objects missing from c.
-func creates(ab *v1alpha1.AppBundle, c children) []apisv1alpha1.PlannedAction {
-	var out []apisv1alpha1.PlannedAction
-	add := func(kind, name string) {
-		out = append(out, apisv1alpha1.PlannedAction{Action: apisv1alpha1.ActionCreate, Kind: kind, Namespace: ab.GetNamespace(), Name: name})
-	}
-	if c.pvc == nil {
-		add(kindClaim, PVCName(ab))
-	}
-	if c.deployment == nil {
-		add(kindDeployment, ab.GetName())
-	}
-	if wantsService(ab) && c.service == nil {
-		add(kindService, ab.GetName())
-	}
-	return out
-}
-
-// gone are the bundle's objects of a bundle in sync that are missing from c:
-// another writer deleted them.
-func gone(ab *v1alpha1.AppBundle, c children) []apisv1alpha1.Drift {
-	var out []apisv1alpha1.Drift
-	if c.pvc == nil {
-		out = append(out, drift.Deleted(kindClaim, ab.GetNamespace(), PVCName(ab)))
-	}
-	if c.deployment == nil {
-		out = append(out, drift.Deleted(kindDeployment, ab.GetNamespace(), ab.GetName()))
-	}
-	if wantsService(ab) && c.service == nil {
-		out = append(out, drift.Deleted(kindService, ab.GetNamespace(), ab.GetName()))
-	}
-	return out
-}
-
-// repaired reports the drift Observe found, now that it is repaired.
-func (e *external) repaired(ab *v1alpha1.AppBundle) {
-	for _, d := range e.drifted {
-		drift.Repaired(e.record, ab, v1alpha1.AppBundleKind, &ab.Status.AtProvider.RecentDrift, d, time.Now())
-	}
-	e.drifted = nil
 }
 
 // observed is what status.atProvider shows of the bundle's objects c, with

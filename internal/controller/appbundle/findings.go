@@ -1,6 +1,8 @@
 package appbundle
 
 import (
+	"time"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 
 	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
@@ -66,4 +68,46 @@ func (f *findings) plan(a apisv1alpha1.PlannedAction) {
 		a.Namespace = f.ns
 		f.actions = append(f.actions, a)
 	}
+}
+
+// creates are the actions that make the bundle's objects missing from c.
+func creates(ab *v1alpha1.AppBundle, c children) []apisv1alpha1.PlannedAction {
+	var out []apisv1alpha1.PlannedAction
+	add := func(kind, name string) {
+		out = append(out, apisv1alpha1.PlannedAction{Action: apisv1alpha1.ActionCreate, Kind: kind, Namespace: ab.GetNamespace(), Name: name})
+	}
+	if c.pvc == nil {
+		add(kindClaim, PVCName(ab))
+	}
+	if c.deployment == nil {
+		add(kindDeployment, ab.GetName())
+	}
+	if wantsService(ab) && c.service == nil {
+		add(kindService, ab.GetName())
+	}
+	return out
+}
+
+// gone are the bundle's objects of a bundle in sync that are missing from c:
+// another writer deleted them.
+func gone(ab *v1alpha1.AppBundle, c children) []apisv1alpha1.Drift {
+	var out []apisv1alpha1.Drift
+	if c.pvc == nil {
+		out = append(out, drift.Deleted(kindClaim, ab.GetNamespace(), PVCName(ab)))
+	}
+	if c.deployment == nil {
+		out = append(out, drift.Deleted(kindDeployment, ab.GetNamespace(), ab.GetName()))
+	}
+	if wantsService(ab) && c.service == nil {
+		out = append(out, drift.Deleted(kindService, ab.GetNamespace(), ab.GetName()))
+	}
+	return out
+}
+
+// repaired reports the drift Observe found, now that it is repaired.
+func (e *external) repaired(ab *v1alpha1.AppBundle) {
+	for _, d := range e.drifted {
+		drift.Repaired(e.record, ab, v1alpha1.AppBundleKind, &ab.Status.AtProvider.RecentDrift, d, time.Now())
+	}
+	e.drifted = nil
 }
