@@ -33,6 +33,7 @@ TARGETS="
 ./internal/controller/copyrule/             FuzzTransform
 ./internal/controller/copyrule/             FuzzInputsDigest
 ./internal/controller/copyrule/             FuzzFresh
+./internal/controller/copyrule/             FuzzCopyAnyKind
 ./internal/window/                          FuzzWindow
 ./internal/shard/                           FuzzAssign
 ./internal/shard/                           FuzzOf

@@ -22,9 +22,29 @@ func TestCopyRuleAdmission(t *testing.T) {
 			yaml:   rule(`{kind: Secret, sourceNamespace: shared, selector: {matchExpressions: [{key: tier, operator: In, values: [shared]}]}, names: [a, b], namespacePattern: "^team-[a-z]+$", conflictPolicy: Adopt, maxParallelWrites: 32}`),
 		},
 		"UnknownKind": {
-			reason: "Only ConfigMaps and Secrets are copied.",
+			reason: "Of the core kinds, workloads are never copied.",
 			yaml:   rule(`{kind: Deployment, names: [a], allNamespaces: true}`),
-			want:   `Unsupported value: "Deployment"`,
+			want:   "kind Deployment of apiVersion v1 is not copied",
+		},
+		"KindName": {
+			reason: "A kind is named as manifests write it.",
+			yaml:   rule(`{kind: configmap, names: [a], allNamespaces: true}`),
+			want:   "kind is a kind's name as it is written in manifests",
+		},
+		"APIVersionForm": {
+			reason: "apiVersion is v1 or group/version.",
+			yaml:   rule(`{apiVersion: "networking.k8s.io", kind: NetworkPolicy, names: [a], allNamespaces: true}`),
+			want:   "apiVersion is v1 or group/version",
+		},
+		"KeysOfOtherKinds": {
+			reason: "keys picks keys of ConfigMaps and Secrets; other kinds are copied whole.",
+			yaml:   rule(`{apiVersion: networking.k8s.io/v1, kind: NetworkPolicy, names: [a], allNamespaces: true, keys: {exclude: [spec]}}`),
+			want:   "keys picks keys of a ConfigMap's or a Secret's data",
+		},
+		"IntoFromOtherGroup": {
+			reason: "into: ConfigMap is for core Secrets only.",
+			yaml:   rule(`{apiVersion: example.com/v1, kind: Secret, names: [a], into: ConfigMap, allNamespaces: true}`),
+			want:   "into: ConfigMap copies a Secret into a ConfigMap",
 		},
 		"NoSelection": {
 			reason: "A rule must say which sources it copies.",

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -52,6 +53,9 @@ func TestExamplesApply(t *testing.T) {
 	})
 	testenv.Eventually(t, wait, "the pull secret example's copy", func(ctx context.Context) (bool, error) {
 		return true, env.Client.Get(ctx, types.NamespacedName{Namespace: "team-payments", Name: "registry-pull"}, &corev1.Secret{})
+	})
+	testenv.Eventually(t, wait, "the network baseline example's copy", func(ctx context.Context) (bool, error) {
+		return true, env.Client.Get(ctx, types.NamespacedName{Namespace: "team-orders", Name: "default-deny-ingress"}, &networkingv1.NetworkPolicy{})
 	})
 	// The database endpoint example copies two keys of a Secret, renamed,
 	// into a ConfigMap of another name, without the password or the GitOps

@@ -34,14 +34,37 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.sourceNamespace) || !has(self.sourceNamespaces)",message="set sourceNamespace or sourceNamespaces, not both: sourceNamespaces lists every source namespace"
 // +kubebuilder:validation:XValidation:rule="[has(self.namespaces) && size(self.namespaces) > 0, has(self.namespacePattern), has(self.namespaceSelector), has(self.allNamespaces) && self.allNamespaces].filter(x, x).size() == 1",message="set exactly one of namespaces, namespacePattern, namespaceSelector or allNamespaces: true"
 // +kubebuilder:validation:XValidation:rule="!has(self.copyName) || (!has(self.selector) && has(self.names) && size(self.names) == 1)",message="copyName needs exactly one source: one entry in names and no selector (several sources would all be copied to the one name)"
-// +kubebuilder:validation:XValidation:rule="!has(self.into) || self.kind == 'Secret'",message="into: ConfigMap copies a Secret into a ConfigMap, so it needs kind: Secret; a ConfigMap is never copied into a Secret"
+// +kubebuilder:validation:XValidation:rule="!has(self.into) || (self.kind == 'Secret' && (!has(self.apiVersion) || self.apiVersion == 'v1'))",message="into: ConfigMap copies a Secret into a ConfigMap, so it needs kind: Secret; a ConfigMap is never copied into a Secret"
+// +kubebuilder:validation:XValidation:rule="!has(self.keys) || (self.kind in ['ConfigMap', 'Secret'] && (!has(self.apiVersion) || self.apiVersion == 'v1'))",message="keys picks keys of a ConfigMap's or a Secret's data; objects of other kinds are copied whole"
+// +kubebuilder:validation:XValidation:rule="!has(self.apiVersion) || self.apiVersion.contains('/') || self.kind in ['ConfigMap', 'Secret', 'LimitRange', 'ResourceQuota', 'ServiceAccount']",messageExpression="'kind ' + self.kind + ' of apiVersion v1 is not copied: of the core kinds, a rule copies ConfigMap, Secret, LimitRange, ResourceQuota and ServiceAccount; Pods run workloads, and the others belong to their namespace or to the cluster'"
+// +kubebuilder:validation:XValidation:rule="!has(self.apiVersion) || !self.apiVersion.contains('/') || !(self.apiVersion.split('/')[0] in ['apps', 'batch', 'autoscaling', 'policy', 'networking.k8s.io', 'rbac.authorization.k8s.io', 'storage.k8s.io', 'apiextensions.k8s.io', 'admissionregistration.k8s.io', 'apiregistration.k8s.io', 'scheduling.k8s.io', 'certificates.k8s.io', 'coordination.k8s.io', 'discovery.k8s.io', 'events.k8s.io', 'node.k8s.io', 'flowcontrol.apiserver.k8s.io', 'authentication.k8s.io', 'authorization.k8s.io', 'resource.k8s.io', 'storagemigration.k8s.io', 'internal.apiserver.k8s.io']) || (self.apiVersion.split('/')[0] + '/' + self.kind) in ['networking.k8s.io/NetworkPolicy', 'rbac.authorization.k8s.io/Role', 'rbac.authorization.k8s.io/RoleBinding', 'policy/PodDisruptionBudget']",messageExpression="'kind ' + self.kind + ' of ' + self.apiVersion + ' is not copied: of the built-in groups, a rule copies NetworkPolicy (networking.k8s.io), Role and RoleBinding (rbac.authorization.k8s.io) and PodDisruptionBudget (policy); workloads run pods, and the other kinds are cluster-scoped or kept by controllers'"
+// +kubebuilder:validation:XValidation:rule="!has(self.apiVersion) || !self.apiVersion.contains('/') || !(self.apiVersion.split('/')[0] == 'clusterops.io' || self.apiVersion.split('/')[0].endsWith('.clusterops.io'))",message="the provider's own kinds are not copied: a copy of a managed resource would act a second time"
 // +kubebuilder:validation:XValidation:rule="has(self.into) == has(oldSelf.into) && (!has(self.into) || self.into == oldSelf.into)",message="into is immutable: create another rule"
 type CopyRuleParameters struct {
-	// Kind of the objects copied. It cannot change: a rule's copies are all
+	// Kind of the objects copied, with apiVersion. Besides ConfigMap and
+	// Secret, a rule copies LimitRanges, ResourceQuotas and ServiceAccounts
+	// (v1), NetworkPolicies (networking.k8s.io/v1), Roles and RoleBindings
+	// (rbac.authorization.k8s.io/v1), PodDisruptionBudgets (policy/v1) and
+	// any namespaced custom resource. Pods, the workloads that make them, the
+	// other built-in kinds and cluster-scoped kinds are refused. The provider
+	// needs a grant to read and write any kind but ConfigMaps and Secrets:
+	// cluster/rbac/copy-kinds.yaml. It cannot change: a rule's copies are all
 	// of one kind.
-	// +kubebuilder:validation:Enum=ConfigMap;Secret
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Z][A-Za-z0-9]*$')",message="kind is a kind's name as it is written in manifests, such as ConfigMap or NetworkPolicy"
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="kind is immutable: create another rule"
 	Kind string `json:"kind"`
+
+	// APIVersion of the objects copied: v1 for ConfigMaps and Secrets (the
+	// default), or group/version, such as networking.k8s.io/v1. The group
+	// cannot change; the version can, for a custom resource that gained one.
+	// +optional
+	// +kubebuilder:default=v1
+	// +kubebuilder:validation:MaxLength=316
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?v[0-9]+((alpha|beta)[0-9]+)?$')",message="apiVersion is v1 or group/version, such as networking.k8s.io/v1"
+	// +kubebuilder:validation:XValidation:rule="(self.contains('/') ? self.split('/')[0] : '') == (oldSelf.contains('/') ? oldSelf.split('/')[0] : '')",message="the group of apiVersion is immutable: create another rule"
+	APIVersion string `json:"apiVersion,omitempty"`
 
 	// SourceNamespace holds the objects to copy. It defaults to the rule's own
 	// namespace; another namespace must be within the reach its config grants.
@@ -437,7 +460,8 @@ type CopyRuleStatus struct {
 
 // +kubebuilder:object:root=true
 
-// A CopyRule copies the ConfigMaps or Secrets that match it in one or more
+// A CopyRule copies the ConfigMaps, Secrets or other namespaced objects
+// (spec.forProvider.apiVersion and kind) that match it in one or more
 // source namespaces (on the cluster of its config, or of
 // spec.forProvider.source.providerConfigRef) into target namespaces and keeps the copies equal to their
 // sources: a changed source, a new or relabelled namespace, and an edited or

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,7 +35,8 @@ const (
 	AnnotationTakenOver = "copy.clusterops.io/taken-over"
 )
 
-// An Object is a ConfigMap or a Secret, as far as copying goes.
+// An Object is what a rule copies, as far as copying goes: a ConfigMap or a
+// Secret by its data, any other kind by its body.
 type Object struct {
 	metav1.ObjectMeta
 	// Data is a ConfigMap's data.
@@ -42,6 +45,9 @@ type Object struct {
 	Bytes     map[string][]byte
 	Type      corev1.SecretType
 	Immutable bool
+	// Body is what an object of another kind holds beyond its metadata and
+	// status (body), as unstructured content: never modified, only copied.
+	Body map[string]any
 	// Summary, when set, stands for a copy's content and the rule's marks,
 	// which were not read: Data, Bytes and most metadata are empty (known.go).
 	Summary *Summary
@@ -62,14 +68,37 @@ func FromSecret(s *corev1.Secret) Object {
 	return Object{ObjectMeta: s.ObjectMeta, Bytes: s.Data, Type: s.Type, Immutable: ptr.Deref(s.Immutable, false)}
 }
 
-// ToAPI turns o into a ConfigMap or a Secret of kind.
-func (o Object) ToAPI(kind string) client.Object {
+// fromUnstructured turns an object of any other kind than ConfigMap and
+// Secret into an Object.
+func fromUnstructured(u *unstructured.Unstructured) Object {
+	o := Object{Body: body(u.GroupVersionKind().GroupKind(), u.Object)}
+	// Metadata is a struct's worth of known fields: converting it back
+	// cannot fail for an object the API server served.
+	m, _, _ := unstructured.NestedMap(u.Object, "metadata")
+	_ = runtime.DefaultUnstructuredConverter.FromUnstructured(m, &o.ObjectMeta)
+	return o
+}
+
+// ToAPI turns o into an object of kind: a ConfigMap or a Secret, or an
+// unstructured object of any other kind.
+func (o Object) ToAPI(kind Kind) client.Object {
 	var imm *bool
 	if o.Immutable {
 		t := true
 		imm = &t
 	}
-	if kind == v1alpha1.KindSecret {
+	switch {
+	case !kind.typed():
+		u := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(o.Body)}
+		if u.Object == nil {
+			u.Object = map[string]any{}
+		}
+		if m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&o.ObjectMeta); err == nil {
+			u.Object["metadata"] = m
+		}
+		u.SetGroupVersionKind(kind.GroupVersionKind)
+		return u
+	case kind.Kind == v1alpha1.KindSecret:
 		return &corev1.Secret{ObjectMeta: o.ObjectMeta, Data: o.Bytes, Type: o.Type, Immutable: imm}
 	}
 	return &corev1.ConfigMap{ObjectMeta: o.ObjectMeta, Data: o.Data, BinaryData: o.Bytes, Immutable: imm}
@@ -83,10 +112,11 @@ type content struct {
 	Bytes     map[string][]byte `json:"b,omitempty"`
 	Type      corev1.SecretType `json:"t,omitempty"`
 	Immutable bool              `json:"i,omitempty"`
+	Body      map[string]any    `json:"o,omitempty"`
 }
 
-// Hash is the hash of an object's content: its data, type, immutability and
-// labels (minus the ownership label). It is how a copy is compared with its
+// Hash is the hash of an object's content: its data, type, immutability or
+// body, and labels (minus the ownership label). It is how a copy is compared with its
 // source, so the content itself never needs to be logged or stored.
 func Hash(o Object) string {
 	l := maps.Clone(o.Labels)
@@ -94,7 +124,9 @@ func Hash(o Object) string {
 	if len(l) == 0 {
 		l = nil
 	}
-	b, _ := json.Marshal(content{Labels: l, Data: nonEmpty(o.Data), Bytes: nonEmpty(o.Bytes), Type: o.Type, Immutable: o.Immutable}) //nolint:errchkjson // Maps of strings and bytes always marshal.
+	// Maps of strings and bytes always marshal, and so does a body the API
+	// server served as JSON.
+	b, _ := json.Marshal(content{Labels: l, Data: nonEmpty(o.Data), Bytes: nonEmpty(o.Bytes), Type: o.Type, Immutable: o.Immutable, Body: nonEmpty(o.Body)}) //nolint:errchkjson // See above.
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
 }
@@ -127,7 +159,7 @@ func (o Owner) object() metav1.Object {
 // transformed), with hash h of src. existing, when the object is already
 // there, lends its metadata: resourceVersion, and what others set.
 func Desired(owner Owner, src Object, h, ns string, existing *Object, takenOver bool) Object {
-	o := Object{Data: src.Data, Bytes: src.Bytes, Type: src.Type, Immutable: src.Immutable}
+	o := Object{Data: src.Data, Bytes: src.Bytes, Type: src.Type, Immutable: src.Immutable, Body: src.Body}
 	if existing != nil {
 		// Updates replace the whole object: keep what others set in its
 		// metadata (finalizers, owner references, annotations).

@@ -1,5 +1,6 @@
-// Package copyrule copies ConfigMaps and Secrets from a source namespace into
-// target namespaces and keeps the copies equal to their sources.
+// Package copyrule copies ConfigMaps, Secrets and other namespaced objects
+// from source namespaces into target namespaces and keeps the copies equal to
+// their sources.
 package copyrule
 
 import (
@@ -8,11 +9,9 @@ import (
 	"maps"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -70,9 +69,12 @@ type external struct {
 	// resolver resolves the source side's config, when the rule names one.
 	resolver *target.Resolver
 	// source is where Observe read the sources; Update watches them there.
-	source  *target.Cluster
-	record  event.Recorder
-	watches *watchset.Set
+	source *target.Cluster
+	// src and dst are the kinds of the sources and the copies, as Observe
+	// resolved them on their clusters.
+	src, dst Kind
+	record   event.Recorder
+	watches  *watchset.Set
 	// known is what the controller knows of each rule's copies unread.
 	known *knownCopies
 	now   func() time.Time
@@ -119,8 +121,16 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	// namespace made, or a copy changed, in between must reach it. Its other
 	// watches it joins once it knows them (watch).
 	own := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
+	var err error
+	if e.dst, err = e.kind(cr, copyGVK(p), e.cluster); err != nil {
+		if meta.WasDeleted(cr) && isKindError(err) {
+			// Objects of a kind the cluster serves no more went with it.
+			return managed.ExternalObservation{ResourceExists: false}, nil
+		}
+		return managed.ExternalObservation{}, err
+	}
 	e.watches.SetInterest(own, interest(cr))
-	if err := e.watches.Join(own, e.cluster, namespacesWatch, copiesWatch(cr)); err != nil {
+	if err := e.watches.Join(own, e.cluster, namespacesWatch, copiesWatch(cr, e.dst)); err != nil {
 		return managed.ExternalObservation{}, errors.Wrap(err, "cannot watch the namespaces and the rule's copies")
 	}
 	nss, err := e.namespaces(ctx)
@@ -131,24 +141,9 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	if meta.WasDeleted(cr) {
 		return e.observeDeleted(ctx, cr, reachable)
 	}
-	srcCl, err := e.sourceCluster(ctx, cr)
+	srcCl, srcNSs, notTargets, err := e.sourceSide(ctx, cr, nss)
 	if err != nil {
 		return managed.ExternalObservation{}, err
-	}
-	e.source = srcCl
-	srcNSs := SourceNamespaces(p, cr.GetNamespace())
-	check, notTargets := sourceReach(ctx, e.cluster, srcCl, cr.GetNamespace(), srcNSs, nss)
-	if err := checkSources(srcNSs, check); err != nil {
-		cr.SetConditions(xpv2.Unavailable().WithMessage("a source namespace is out of reach: " + err.Error()))
-		return managed.ExternalObservation{}, sideError(errors.Wrap(err, "cannot read the source namespaces"), "source", sourceRef(cr))
-	}
-	// The selector watches too, for a watch another rule already runs: an
-	// object labeled between the read and the join would reach the rule at
-	// its next poll. Name watches catch up when joined (watchset.Join).
-	if sws := selectorWatches(p, srcNSs); len(sws) > 0 {
-		if err := e.watches.Join(own, srcCl, sws...); err != nil {
-			return managed.ExternalObservation{}, errors.Wrap(err, "cannot watch the rule's sources")
-		}
 	}
 	targets, err := SelectTargets(p, cr.GetNamespace(), notTargets, nss, e.cluster.Reach)
 	if err != nil {
@@ -162,7 +157,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 		// synced: the status stays as it is.
 		return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: true}, nil
 	}
-	all, refused, err := readSources(ctx, srcCl.Client, p, srcNSs, e.held(srcCl, p))
+	all, refused, err := readSources(ctx, srcCl.Client, p, e.src, srcNSs, e.held(srcCl, p))
 	if err != nil {
 		return managed.ExternalObservation{}, sideError(err, "source", sourceRef(cr))
 	}
@@ -171,7 +166,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	// by a new watch rather than remember each.
 	if len(all) <= readEachUpTo {
 		for _, o := range all {
-			e.watches.Read(own, srcCl, sourceResource(p), o.Namespace, o.Name, o.ResourceVersion)
+			e.watches.Read(own, srcCl, e.src.Resource, o.Namespace, o.Name, o.ResourceVersion)
 		}
 	}
 	tr := NewTransform(p)
@@ -206,6 +201,38 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	e.observed(cr, srcCl, all, in.Copies, targets)
 	e.planned(cr, in.Planning)
 	return managed.ExternalObservation{ResourceExists: true, ResourceUpToDate: len(e.plan.Actions) == 0}, nil
+}
+
+// sourceSide resolves the cluster and kind rule cr reads its sources as,
+// checks that it may read every source namespace, and joins the watches of
+// its selector there. It returns the source cluster and namespaces, and the
+// namespaces that can never be targets.
+func (e *external) sourceSide(ctx context.Context, cr *v1alpha1.CopyRule, nss []Namespace) (*target.Cluster, []string, []string, error) {
+	p := cr.Spec.ForProvider
+	srcCl, err := e.sourceCluster(ctx, cr)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	e.source = srcCl
+	if e.src, err = e.kind(cr, sourceGVK(p), srcCl); err != nil {
+		return nil, nil, nil, sideError(err, "source", sourceRef(cr))
+	}
+	srcNSs := SourceNamespaces(p, cr.GetNamespace())
+	check, notTargets := sourceReach(ctx, e.cluster, srcCl, cr.GetNamespace(), srcNSs, nss)
+	if err := checkSources(srcNSs, check); err != nil {
+		cr.SetConditions(xpv2.Unavailable().WithMessage("a source namespace is out of reach: " + err.Error()))
+		return nil, nil, nil, sideError(errors.Wrap(err, "cannot read the source namespaces"), "source", sourceRef(cr))
+	}
+	// The selector watches too, for a watch another rule already runs: an
+	// object labeled between the read and the join would reach the rule at
+	// its next poll. Name watches catch up when joined (watchset.Join).
+	if sws := selectorWatches(p, e.src, srcNSs); len(sws) > 0 {
+		own := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
+		if err := e.watches.Join(own, srcCl, sws...); err != nil {
+			return nil, nil, nil, errors.Wrap(err, "cannot watch the rule's sources")
+		}
+	}
+	return srcCl, srcNSs, notTargets, nil
 }
 
 // observeDeleted says whether a deleted rule still has copies to delete:
@@ -275,7 +302,7 @@ func (e *external) occupied(ctx context.Context, cr *v1alpha1.CopyRule, sources 
 		have[Ref{c.Namespace, c.Name}] = true
 	}
 	out := map[Ref]Object{}
-	tr, kind := NewTransform(cr.Spec.ForProvider), CopyKind(cr.Spec.ForProvider)
+	tr, kind := NewTransform(cr.Spec.ForProvider), e.dst
 	for _, s := range sources {
 		for _, ns := range t.Namespaces {
 			ref := Ref{ns, tr.Name(s)}
@@ -311,44 +338,6 @@ func reachIn(r reach.Policy, own string, nss []Namespace) func(ns string) error 
 	return func(ns string) error { return r.Check(own, ns, labelsOf[ns]) }
 }
 
-// report writes the counts, problems and Ready condition into the status.
-func (e *external) report(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem, inSync, failed int, wrote bool) {
-	o := &cr.Status.AtProvider
-	wasInSync := o.LastFullSync != nil && o.CopiesInSync == o.IntendedCopies
-	o.IntendedCopies = count32(e.plan.Intended)
-	o.CopiesInSync = count32(inSync)
-	o.Copies = fmt.Sprintf("%d/%d", inSync, e.plan.Intended)
-	o.Failed = count32(failed)
-	o.Skipped = count32(e.plan.Skipped)
-	sort.SliceStable(problems, func(i, j int) bool {
-		a, b := problems[i], problems[j]
-		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
-	})
-	problems = e.fresh(cr, problems)
-	o.Problems, o.MoreProblems = problems, 0
-	if len(problems) > v1alpha1.MaxProblems {
-		o.Problems, o.MoreProblems = problems[:v1alpha1.MaxProblems], count32(len(problems)-v1alpha1.MaxProblems)
-	}
-	if len(o.Problems) == 0 {
-		o.Problems = nil
-	}
-	if inSync == e.plan.Intended {
-		// Set when the rule comes into sync, not on every reconcile: a
-		// converged rule's status is left as it is, so nothing is written.
-		if !wasInSync || wrote {
-			now := metav1.NewTime(e.now())
-			o.LastFullSync = &now
-		}
-		cr.SetConditions(xpv2.Available())
-		return
-	}
-	msg := fmt.Sprintf("%d of %d copies in sync", inSync, e.plan.Intended)
-	if len(problems) > 0 {
-		msg += fmt.Sprintf("; %d problems, first: %s/%s: %s", len(problems), problems[0].Namespace, problems[0].Name, problems[0].Message)
-	}
-	cr.SetConditions(xpv2.Unavailable().WithMessage(msg))
-}
-
 // Create has nothing to make: Observe reports a rule as existing, and Update
 // writes the copies.
 func (e *external) Create(context.Context, *v1alpha1.CopyRule) (managed.ExternalCreation, error) {
@@ -368,12 +357,12 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 	if err := e.watch(cr, problems); err != nil {
 		return managed.ExternalUpdate{}, err
 	}
-	if s := summary(CopyKind(p), r.Done); s != "" {
+	if s := summary(e.dst.Kind, r.Done); s != "" {
 		e.record.Event(cr, event.Normal(reasonSynced, s))
 	}
 	e.repaired(cr, r.Repaired)
 	if r.Failed > 0 {
-		err := errors.Errorf("cannot write %d of %d %s copies; first: %s", r.Failed, len(e.plan.Actions), CopyKind(p), r.FirstFailure())
+		err := errors.Errorf("cannot write %d of %d %s copies; first: %s", r.Failed, len(e.plan.Actions), e.dst.Kind, r.FirstFailure())
 		e.record.Event(cr, event.Warning(reasonWriteFailed, err))
 		return managed.ExternalUpdate{}, err
 	}
@@ -386,9 +375,9 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 func (e *external) writer(cr *v1alpha1.CopyRule) *writer {
 	p := cr.Spec.ForProvider
 	nn := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
-	res := copyResource(p)
+	res := e.dst.Resource
 	own := owner(cr)
-	return &writer{c: e.cluster.Client, kind: CopyKind(p), owner: own, policy: p.ConflictPolicy,
+	return &writer{c: e.cluster.Client, kind: e.dst, owner: own, policy: p.ConflictPolicy,
 		writing: func(namespace, name, before string) func(string, error) {
 			return e.watches.Writing(nn, e.cluster, res, namespace, name, before)
 		},
@@ -418,6 +407,15 @@ func summary(kind string, done map[Op]int) string {
 // over, in the namespaces it may still reach.
 func (e *external) Delete(ctx context.Context, cr *v1alpha1.CopyRule) (managed.ExternalDelete, error) {
 	p := cr.Spec.ForProvider
+	if e.dst.Kind == "" {
+		// Observe resolves it first in a reconcile; a caller that did not
+		// has it resolved here.
+		k, err := e.kind(cr, copyGVK(p), e.cluster)
+		if err != nil {
+			return managed.ExternalDelete{}, err
+		}
+		e.dst = k
+	}
 	nss, err := readNamespaces(ctx, e.cluster.Client)
 	if err != nil {
 		return managed.ExternalDelete{}, err
@@ -452,11 +450,11 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 	}
 	w := e.writer(cr)
 	r := w.Run(ctx, actions, max(int(p.MaxParallelWrites), 1))
-	if s := summary(CopyKind(p), r.Done); s != "" {
+	if s := summary(e.dst.Kind, r.Done); s != "" {
 		e.record.Event(cr, event.Normal(reasonSynced, s))
 	}
 	if r.Failed > 0 {
-		return managed.ExternalDelete{}, errors.Errorf("cannot remove %d of %d %s copies; first: %s", r.Failed, len(actions), CopyKind(p), r.FirstFailure())
+		return managed.ExternalDelete{}, errors.Errorf("cannot remove %d of %d %s copies; first: %s", r.Failed, len(actions), e.dst.Kind, r.FirstFailure())
 	}
 	return managed.ExternalDelete{}, nil
 }

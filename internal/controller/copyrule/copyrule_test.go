@@ -91,7 +91,7 @@ func copyOf(t *testing.T, cr *v1alpha1.CopyRule, s client.Object, ns string) cli
 		t.Fatal(err)
 	}
 	c := Desired(owner(cr), d, Hash(d), ns, nil, false)
-	return c.ToAPI(CopyKind(cr.Spec.ForProvider))
+	return c.ToAPI(copyKindOf(cr.Spec.ForProvider))
 }
 
 // contents lists the ConfigMaps and Secrets outside the platform namespace,
@@ -409,7 +409,7 @@ func TestSelectorWatchJoinedBeforeRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := selectorWatch(cr.Spec.ForProvider, "platform", s)
+	w := selectorWatch(copyKindOf(cr.Spec.ForProvider), "platform", s)
 	reads, joined := 0, 0
 	e.cluster.Client = interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
 		List: func(ctx context.Context, cl client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {

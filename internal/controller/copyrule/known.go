@@ -346,9 +346,9 @@ func (c *knownCopies) forget(name types.NamespacedName) {
 }
 
 // copiesWatch is the watch of rule cr's copies: every object of the copies'
-// resource that carries its mark, in any namespace.
-func copiesWatch(cr *v1alpha1.CopyRule) watchset.Watch {
-	return watchset.Watch{Resource: copyResource(cr.Spec.ForProvider), Labels: copyMark.Selector(cr).String()}
+// kind that carries its mark, in any namespace.
+func copiesWatch(cr *v1alpha1.CopyRule, kind Kind) watchset.Watch {
+	return watchset.Watch{Resource: kind.Resource, Labels: copyMark.Selector(cr).String()}
 }
 
 // copies returns the rule's copies, reading only what it must: those the
@@ -357,7 +357,7 @@ func copiesWatch(cr *v1alpha1.CopyRule) watchset.Watch {
 // has synced they are listed.
 func (e *external) copies(ctx context.Context, cr *v1alpha1.CopyRule) ([]Object, error) {
 	own := owner(cr)
-	listed, ok := e.watches.List(e.cluster, copiesWatch(cr))
+	listed, ok := e.watches.List(e.cluster, copiesWatch(cr, e.dst))
 	if !ok {
 		return e.listCopies(ctx, cr)
 	}
@@ -398,7 +398,7 @@ func (e *external) copies(ctx context.Context, cr *v1alpha1.CopyRule) ([]Object,
 // readCopy reads the rule's copy ref; nil when it is gone or no longer the
 // rule's.
 func (e *external) readCopy(ctx context.Context, cr *v1alpha1.CopyRule, ref Ref) (*Object, error) {
-	kind := CopyKind(cr.Spec.ForProvider)
+	kind := e.dst
 	o, found, err := get(ctx, e.cluster.Client, kind, ref)
 	if err != nil {
 		return nil, errors.Wrapf(err, "cannot get the rule's %s copy %q in namespace %q", kind, ref.Name, ref.Namespace)
@@ -411,7 +411,7 @@ func (e *external) readCopy(ctx context.Context, cr *v1alpha1.CopyRule, ref Ref)
 
 // listCopies lists the rule's copies and remembers them.
 func (e *external) listCopies(ctx context.Context, cr *v1alpha1.CopyRule) ([]Object, error) {
-	objs, err := readCopies(ctx, e.cluster.Client, CopyKind(cr.Spec.ForProvider), cr)
+	objs, err := readCopies(ctx, e.cluster.Client, e.dst, cr)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package copyrule
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -259,8 +260,8 @@ func ruleAnnotations(a, b map[string]string) []string {
 }
 
 // view is what a copy holds, as its kind's fields are named: a Secret's
-// data and type, or a ConfigMap's data and binaryData, its labels and the
-// annotations of keys.
+// data and type, a ConfigMap's data and binaryData, or another kind's
+// fields; its labels and the annotations of keys.
 func view(o Object, keys []string) map[string]any {
 	ann := map[string]string{}
 	for _, k := range keys {
@@ -268,7 +269,13 @@ func view(o Object, keys []string) map[string]any {
 			ann[k] = v
 		}
 	}
-	v := map[string]any{"immutable": o.Immutable, "metadata": map[string]any{"labels": o.Labels, "annotations": ann}}
+	v := map[string]any{"metadata": map[string]any{"labels": o.Labels, "annotations": ann}}
+	if o.Body != nil {
+		// Another kind than ConfigMap and Secret: its fields as they are.
+		maps.Copy(v, o.Body)
+		return v
+	}
+	v["immutable"] = o.Immutable
 	if o.Type != "" {
 		v["type"], v["data"] = o.Type, o.Bytes
 	} else {

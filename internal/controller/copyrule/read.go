@@ -7,8 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,50 +21,55 @@ import (
 )
 
 // list lists the objects of kind that opts select.
-func list(ctx context.Context, c client.Reader, kind string, opts ...client.ListOption) ([]Object, error) {
-	if kind == v1alpha1.KindSecret {
-		l := &corev1.SecretList{}
-		if err := c.List(ctx, l, opts...); err != nil {
-			return nil, err
-		}
-		out := make([]Object, 0, len(l.Items))
-		for i := range l.Items {
-			out = append(out, FromSecret(&l.Items[i]))
-		}
-		return out, nil
+func list(ctx context.Context, c client.Reader, kind Kind, opts ...client.ListOption) ([]Object, error) {
+	var l client.ObjectList
+	switch {
+	case !kind.typed():
+		u := &unstructured.UnstructuredList{}
+		u.SetGroupVersionKind(kind.GroupVersion().WithKind(kind.Kind + "List"))
+		l = u
+	case kind.Kind == v1alpha1.KindSecret:
+		l = &corev1.SecretList{}
+	default:
+		l = &corev1.ConfigMapList{}
 	}
-	l := &corev1.ConfigMapList{}
 	if err := c.List(ctx, l, opts...); err != nil {
-		return nil, err
+		return nil, forbidden(err, kind)
 	}
-	out := make([]Object, 0, len(l.Items))
-	for i := range l.Items {
-		out = append(out, FromConfigMap(&l.Items[i]))
-	}
-	return out, nil
+	var out []Object
+	err := meta.EachListItem(l, func(o runtime.Object) error {
+		if obj, ok := fromAPI(o); ok {
+			out = append(out, obj)
+		}
+		return nil
+	})
+	return out, err
 }
 
 // get reads one object of kind; found is false when it does not exist.
-func get(ctx context.Context, c client.Reader, kind string, ref Ref) (Object, bool, error) {
+func get(ctx context.Context, c client.Reader, kind Kind, ref Ref) (Object, bool, error) {
 	o := Object{}.ToAPI(kind)
 	err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, o)
 	switch {
 	case kerrors.IsNotFound(err):
 		return Object{}, false, nil
 	case err != nil:
-		return Object{}, false, err
+		return Object{}, false, forbidden(err, kind)
 	}
 	out, ok := fromAPI(o)
 	return out, ok, nil
 }
 
-// fromAPI turns a ConfigMap or a Secret into an Object; false for any other.
-func fromAPI(o client.Object) (Object, bool) {
+// fromAPI turns a ConfigMap, a Secret or an unstructured object into an
+// Object; false for any other.
+func fromAPI(o runtime.Object) (Object, bool) {
 	switch t := o.(type) {
 	case *corev1.Secret:
 		return FromSecret(t), true
 	case *corev1.ConfigMap:
 		return FromConfigMap(t), true
+	case *unstructured.Unstructured:
+		return fromUnstructured(t), true
 	}
 	return Object{}, false
 }
@@ -75,11 +83,11 @@ type held func(ns string) ([]string, bool)
 // nss, and the ones it refuses to copy with why. Any failed read fails it
 // all: a source namespace that could not be read must never look empty, or
 // its copies would be pruned.
-func readSources(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, nss []string, h held) ([]Object, map[Ref]string, error) {
+func readSources(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, kind Kind, nss []string, h held) ([]Object, map[Ref]string, error) {
 	var out []Object
 	refused := map[Ref]string{}
 	for _, ns := range nss {
-		objs, ref, err := readSourcesIn(ctx, c, p, ns, h)
+		objs, ref, err := readSourcesIn(ctx, c, p, kind, ns, h)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -94,14 +102,14 @@ func readSources(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParame
 // readSourcesIn returns the objects the rule selects in namespace ns, and the
 // ones it refuses to copy with why. Copies made by any rule are never
 // sources: a namespace that is both a target and a source must not echo.
-func readSourcesIn(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, ns string, h held) ([]Object, map[string]string, error) {
+func readSourcesIn(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, kind Kind, ns string, h held) ([]Object, map[string]string, error) {
 	byName := map[string]Object{}
 	if p.Selector != nil {
 		s, err := metav1.LabelSelectorAsSelector(p.Selector)
 		if err != nil {
 			return nil, nil, errors.Wrap(err, "spec.forProvider.selector is not a valid label selector")
 		}
-		objs, err := selected(ctx, c, p.Kind, ns, s, h)
+		objs, err := selected(ctx, c, kind, ns, s, h)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -113,9 +121,9 @@ func readSourcesIn(ctx context.Context, c client.Reader, p v1alpha1.CopyRulePara
 		if _, ok := byName[n]; ok {
 			continue
 		}
-		o, found, err := get(ctx, c, p.Kind, Ref{ns, n})
+		o, found, err := get(ctx, c, kind, Ref{ns, n})
 		if err != nil {
-			return nil, nil, errors.Wrapf(err, "cannot get %s %q to copy from namespace %q", p.Kind, n, ns)
+			return nil, nil, errors.Wrapf(err, "cannot get %s %q to copy from namespace %q", kind, n, ns)
 		}
 		if found {
 			byName[n] = o
@@ -143,7 +151,7 @@ func readSourcesIn(ctx context.Context, c client.Reader, p v1alpha1.CopyRulePara
 // label by scanning every object of the kind in the namespace: a fleet of
 // rules picking their sources out of one crowded namespace, each listing on
 // every reconcile, would be O(N²). A get is a lookup.
-func selected(ctx context.Context, c client.Reader, kind, ns string, s labels.Selector, h held) ([]Object, error) {
+func selected(ctx context.Context, c client.Reader, kind Kind, ns string, s labels.Selector, h held) ([]Object, error) {
 	var names []string
 	ok := false
 	if h != nil {
@@ -151,7 +159,7 @@ func selected(ctx context.Context, c client.Reader, kind, ns string, s labels.Se
 	}
 	if !ok || len(names) > readEachUpTo {
 		objs, err := list(ctx, c, kind, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: s})
-		return objs, errors.Wrapf(err, "cannot list the %ss to copy in namespace %q", kind, ns)
+		return objs, errors.Wrapf(err, "cannot list the %s objects to copy in namespace %q", kind, ns)
 	}
 	out := make([]Object, 0, len(names))
 	for _, n := range names {
@@ -182,7 +190,7 @@ func readNamespaces(ctx context.Context, c client.Reader) ([]Namespace, error) {
 }
 
 // readCopies returns the objects marked as copies of rule cr.
-func readCopies(ctx context.Context, c client.Reader, kind string, cr metav1.Object) ([]Object, error) {
+func readCopies(ctx context.Context, c client.Reader, kind Kind, cr metav1.Object) ([]Object, error) {
 	objs, err := list(ctx, c, kind, client.MatchingLabelsSelector{Selector: copyMark.Selector(cr)})
 	return objs, errors.Wrapf(err, "cannot list the rule's %s copies", kind)
 }

@@ -1,9 +1,14 @@
 package copyrule
 
 import (
+	"fmt"
 	"slices"
+	"sort"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
@@ -14,8 +19,8 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/plan"
 )
 
-// What a rule reports beyond its copies' counts: its plan while it only
-// plans, how far behind its copies are, and the drift it repaired.
+// What a rule reports: its copies' counts and problems, its plan while it
+// only plans, how far behind its copies are, and the drift it repaired.
 
 // begin remembers the rule's problems and freshness as the reconcile found
 // them, for each report of it to carry on from (Fresh).
@@ -29,7 +34,7 @@ func (e *external) begin(cr *v1alpha1.CopyRule) {
 func (e *external) planned(cr *v1alpha1.CopyRule, planning bool) {
 	cr.Status.AtProvider.Plan = nil
 	if planning {
-		cr.Status.AtProvider.Plan = plan.Of(planned(CopyKind(cr.Spec.ForProvider), e.plan.Actions))
+		cr.Status.AtProvider.Plan = plan.Of(planned(e.dst.Kind, e.plan.Actions))
 	}
 }
 
@@ -77,7 +82,7 @@ func (e *external) fresh(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 // repaired reports the copies whose drift a write repaired: each of the
 // first few by an event and in status, the rest together.
 func (e *external) repaired(cr *v1alpha1.CopyRule, done []Action) {
-	kind := CopyKind(cr.Spec.ForProvider)
+	kind := e.dst.Kind
 	for i, a := range done {
 		if i == repairsReported {
 			drift.RepairedMore(e.record, cr, v1alpha1.CopyRuleKind, len(done)-i)
@@ -91,3 +96,41 @@ func (e *external) repaired(cr *v1alpha1.CopyRule, done []Action) {
 // edited in every namespace is a handful of events and a count, not one
 // event per copy.
 const repairsReported = 10
+
+// report writes the counts, problems and Ready condition into the status.
+func (e *external) report(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem, inSync, failed int, wrote bool) {
+	o := &cr.Status.AtProvider
+	wasInSync := o.LastFullSync != nil && o.CopiesInSync == o.IntendedCopies
+	o.IntendedCopies = count32(e.plan.Intended)
+	o.CopiesInSync = count32(inSync)
+	o.Copies = fmt.Sprintf("%d/%d", inSync, e.plan.Intended)
+	o.Failed = count32(failed)
+	o.Skipped = count32(e.plan.Skipped)
+	sort.SliceStable(problems, func(i, j int) bool {
+		a, b := problems[i], problems[j]
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	problems = e.fresh(cr, problems)
+	o.Problems, o.MoreProblems = problems, 0
+	if len(problems) > v1alpha1.MaxProblems {
+		o.Problems, o.MoreProblems = problems[:v1alpha1.MaxProblems], count32(len(problems)-v1alpha1.MaxProblems)
+	}
+	if len(o.Problems) == 0 {
+		o.Problems = nil
+	}
+	if inSync == e.plan.Intended {
+		// Set when the rule comes into sync, not on every reconcile: a
+		// converged rule's status is left as it is, so nothing is written.
+		if !wasInSync || wrote {
+			now := metav1.NewTime(e.now())
+			o.LastFullSync = &now
+		}
+		cr.SetConditions(xpv2.Available())
+		return
+	}
+	msg := fmt.Sprintf("%d of %d copies in sync", inSync, e.plan.Intended)
+	if len(problems) > 0 {
+		msg += fmt.Sprintf("; %d problems, first: %s/%s: %s", len(problems), problems[0].Namespace, problems[0].Name, problems[0].Message)
+	}
+	cr.SetConditions(xpv2.Unavailable().WithMessage(msg))
+}

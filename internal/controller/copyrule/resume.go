@@ -130,7 +130,7 @@ func settled(p Plan, inSyncCopies, failed, copies int, problems []v1alpha1.CopyP
 // count it once.
 func (e *external) heldSources(c *target.Cluster, p v1alpha1.CopyRuleParameters, nss []string) ([]Version, bool) {
 	var out []Version
-	res := sourceResource(p)
+	res := e.src.Resource
 	seen := map[Ref]bool{}
 	add := func(w watchset.Watch) bool {
 		l, ok := e.watches.List(c, w)
@@ -142,7 +142,7 @@ func (e *external) heldSources(c *target.Cluster, p v1alpha1.CopyRuleParameters,
 		}
 		return ok
 	}
-	for _, w := range selectorWatches(p, nss) {
+	for _, w := range selectorWatches(p, e.src, nss) {
 		if !add(w) {
 			return nil, false
 		}
@@ -197,7 +197,7 @@ func (e *external) resume(cr *v1alpha1.CopyRule, src *target.Cluster, srcNSs []s
 	// that reconcile read everything.
 	if o := cr.Status.AtProvider; len(o.ObservedSources) <= readEachUpTo {
 		for _, s := range o.ObservedSources {
-			e.watches.Read(own, src, sourceResource(cr.Spec.ForProvider), s.Namespace, s.Name, s.ResourceVersion)
+			e.watches.Read(own, src, e.src.Resource, s.Namespace, s.Name, s.ResourceVersion)
 		}
 	}
 	if err := e.watch(cr, nil); err != nil {
@@ -211,7 +211,7 @@ func (e *external) resume(cr *v1alpha1.CopyRule, src *target.Cluster, srcNSs []s
 		e.known.resumed(owner(cr), time.Time{})
 		return readAll, nil
 	}
-	copies, ok := e.watches.List(e.cluster, copiesWatch(cr))
+	copies, ok := e.watches.List(e.cluster, copiesWatch(cr, e.dst))
 	if !ok || e.inputs(cr, src, sources, metaVersions(copies), t).Digest() != cr.Status.AtProvider.SyncedDigest {
 		e.known.resumed(owner(cr), time.Time{})
 		return readAll, nil

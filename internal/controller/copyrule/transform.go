@@ -74,15 +74,6 @@ func set(l []string) map[string]bool {
 	return s
 }
 
-// CopyKind is the kind of rule p's copies: its kind, unless it copies
-// Secrets into ConfigMaps.
-func CopyKind(p v1alpha1.CopyRuleParameters) string {
-	if NewTransform(p).IntoConfigMap {
-		return v1alpha1.KindConfigMap
-	}
-	return p.Kind
-}
-
 // Name is the name of the copies of src.
 func (t Transform) Name(src Object) string {
 	if t.CopyName != "" {
@@ -98,7 +89,7 @@ func (t Transform) Name(src Object) string {
 // (keys that would collide) names keys, never values; the returned object
 // still carries the copies' name, so that their copies are kept, not pruned.
 func (t Transform) Apply(src Object) (Object, error) {
-	o := Object{Type: src.Type, Immutable: src.Immutable}
+	o := Object{Type: src.Type, Immutable: src.Immutable, Body: src.Body}
 	o.Namespace, o.Name = src.Namespace, t.Name(src)
 	o.Labels = t.CopyLabels(src.Labels)
 	o.Annotations = maps.Clone(t.Annotations)

@@ -118,8 +118,8 @@ func FuzzTransform(f *testing.F) {
 		for k, v := range d.Bytes {
 			check(k, v)
 		}
-		copyKind := CopyKind(p)
-		if copyKind == v1alpha1.KindConfigMap && d.Type != "" {
+		copyKind := copyKindOf(p)
+		if copyKind.Kind == v1alpha1.KindConfigMap && d.Type != "" {
 			t.Fatalf("a ConfigMap copy has a Secret type %q", d.Type)
 		}
 		if secret && !into && len(d.Data) > 0 {

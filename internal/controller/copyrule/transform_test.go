@@ -146,7 +146,14 @@ func TestTransformApply(t *testing.T) {
 	}
 }
 
-func TestCopyKind(t *testing.T) {
+// copyKindOf is the Kind of rule p's copies, for rules of ConfigMaps and
+// Secrets, which need no cluster to resolve.
+func copyKindOf(p v1alpha1.CopyRuleParameters) Kind {
+	k, _ := resolveKind(copyGVK(p), nil)
+	return k
+}
+
+func TestCopyGVK(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		p      v1alpha1.CopyRuleParameters
@@ -158,8 +165,8 @@ func TestCopyKind(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := CopyKind(tc.p); got != tc.want {
-				t.Errorf("%s\nCopyKind(...) = %q, want %q", tc.reason, got, tc.want)
+			if got := copyGVK(tc.p).Kind; got != tc.want {
+				t.Errorf("%s\ncopyGVK(...).Kind = %q, want %q", tc.reason, got, tc.want)
 			}
 		})
 	}

@@ -8,12 +8,10 @@ package copyrule
 import (
 	"context"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -31,15 +29,15 @@ import (
 // namespace share it.
 func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem) error {
 	p := cr.Spec.ForProvider
-	res := sourceResource(p)
-	copyRes := copyResource(p)
+	res := e.src.Resource
+	copyRes := e.dst.Resource
 	ws := []watchset.Watch{
 		namespacesWatch,
-		copiesWatch(cr),
+		copiesWatch(cr, e.dst),
 	}
 	var sws []watchset.Watch
 	if e.source != nil {
-		sws = selectorWatches(p, SourceNamespaces(p, cr.GetNamespace()))
+		sws = selectorWatches(p, e.src, SourceNamespaces(p, cr.GetNamespace()))
 	}
 	for _, src := range SourceNamespaces(p, cr.GetNamespace()) {
 		if e.source == nil {
@@ -66,7 +64,7 @@ func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 // selectorWatches are the watches of a rule's selector in each source
 // namespace; none without a selector, or with one that is not valid (the
 // read says so).
-func selectorWatches(p v1alpha1.CopyRuleParameters, nss []string) []watchset.Watch {
+func selectorWatches(p v1alpha1.CopyRuleParameters, kind Kind, nss []string) []watchset.Watch {
 	if p.Selector == nil {
 		return nil
 	}
@@ -76,15 +74,15 @@ func selectorWatches(p v1alpha1.CopyRuleParameters, nss []string) []watchset.Wat
 	}
 	out := make([]watchset.Watch, 0, len(nss))
 	for _, ns := range nss {
-		out = append(out, selectorWatch(p, ns, s))
+		out = append(out, selectorWatch(kind, ns, s))
 	}
 	return out
 }
 
-// selectorWatch is the watch of the objects selector s picks in source
-// namespace ns, shared by every rule with that selector there.
-func selectorWatch(p v1alpha1.CopyRuleParameters, ns string, s labels.Selector) watchset.Watch {
-	return watchset.Watch{Resource: sourceResource(p), Namespace: ns, Labels: s.String()}
+// selectorWatch is the watch of the objects of kind that selector s picks in
+// source namespace ns, shared by every rule with that selector there.
+func selectorWatch(kind Kind, ns string, s labels.Selector) watchset.Watch {
+	return watchset.Watch{Resource: kind.Resource, Namespace: ns, Labels: s.String()}
 }
 
 // held returns which sources the selector watches of a rule with
@@ -98,24 +96,13 @@ func (e *external) held(c *target.Cluster, p v1alpha1.CopyRuleParameters) held {
 		return nil
 	}
 	return func(ns string) ([]string, bool) {
-		l, ok := e.watches.List(c, selectorWatch(p, ns, s))
+		l, ok := e.watches.List(c, selectorWatch(e.src, ns, s))
 		names := make([]string, 0, len(l))
 		for _, m := range l {
 			names = append(names, m.Name)
 		}
 		return names, ok
 	}
-}
-
-// sourceResource is the resource of a rule's sources.
-func sourceResource(p v1alpha1.CopyRuleParameters) schema.GroupVersionResource {
-	return corev1.SchemeGroupVersion.WithResource(strings.ToLower(p.Kind) + "s")
-}
-
-// copyResource is the resource of a rule's copies: another than the sources'
-// when Secrets go into ConfigMaps.
-func copyResource(p v1alpha1.CopyRuleParameters) schema.GroupVersionResource {
-	return corev1.SchemeGroupVersion.WithResource(strings.ToLower(CopyKind(p)) + "s")
 }
 
 // interest is what of the namespaces watch concerns the rule: its source
