@@ -2,11 +2,16 @@ package copyrule
 
 import (
 	"encoding/json"
+	"regexp"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
+
+// kindName is a kind's name as admission allows it.
+var kindName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 
 // FuzzCopyAnyKind: whatever an object of another kind holds, its copy holds
 // none of its metadata, status or dropped fields, is written as its kind,
@@ -24,8 +29,13 @@ func FuzzCopyAnyKind(f *testing.F) {
 		if _, ok := u["metadata"].(map[string]any); !ok {
 			delete(u, "metadata")
 		}
+		// Admission lets only names through: a kind of letters and digits, a
+		// group without '/'.
+		if !kindName.MatchString(kind) || strings.Contains(group, "/") {
+			return
+		}
 		k := Kind{GroupVersionKind: schema.GroupVersionKind{Group: group, Version: "v1", Kind: kind}}
-		if kind == "" || k.typed() {
+		if k.typed() {
 			return
 		}
 		u["apiVersion"], u["kind"] = k.GroupVersion().String(), kind
