@@ -177,6 +177,9 @@ func StartWith(o Options) (*Env, error) {
 	}
 	cfg, err := e.Start()
 	if err != nil {
+		// Start fails after starting etcd and the API server when the CRDs
+		// do not install: stop them, or they outlive the test binary.
+		_ = e.Stop()
 		_ = removeAll(certDir)
 		return nil, errors.Wrap(err, "cannot start envtest")
 	}
