@@ -285,7 +285,13 @@ func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config) (ctrl.Manager, 
 	if err != nil {
 		return nil, err
 	}
-	sharded, err := shardCacheOptions(o, share)
+	served := func(schema.GroupVersionKind) bool { return true }
+	if o.Shards > 0 {
+		if served, err = servedBy(cfg); err != nil {
+			return nil, err
+		}
+	}
+	sharded, err := shardCacheOptions(o, s, share, served)
 	if err != nil {
 		return nil, err
 	}

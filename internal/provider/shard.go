@@ -2,12 +2,18 @@ package provider
 
 import (
 	"context"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/labels"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 
 	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
@@ -27,19 +33,52 @@ func (o Options) share() (labels.Selector, error) {
 // share's manager caches only those labelled with its shards (share), so that
 // a replica holds its share of the fleet, not all of it; its leading part
 // caches only the resources the labeler has yet to label. (The objects they
-// make are scoped by cacheOptions.)
-func shardCacheOptions(o Options, share labels.Selector) (map[client.Object]cache.ByObject, error) {
-	switch {
-	case o.Shards <= 0:
+// make are scoped by cacheOptions.) Only kinds the API server serves are
+// scoped: a cache cannot be built for one it does not, and with safe-start
+// a kind's CRD may come later (Crossplane's activation policies). Such a kind
+// is cached whole until the replica's share is built again, and its
+// controller acts on the share alone all the same (managedkind's Share).
+func shardCacheOptions(o Options, s *kruntime.Scheme, share labels.Selector, served func(schema.GroupVersionKind) bool) (map[client.Object]cache.ByObject, error) {
+	if o.Shards <= 0 {
 		return nil, nil
-	case share == nil:
-		return shard.LabelerCacheOptions(clusterops.ManagedKinds(), o.Shards)
+	}
+	var gvks []schema.GroupVersionKind
+	for _, gvk := range clusterops.ManagedKinds() {
+		if served(gvk) {
+			gvks = append(gvks, gvk)
+		}
+	}
+	if share == nil {
+		return shard.LabelerCacheOptions(gvks, o.Shards)
 	}
 	out := map[client.Object]cache.ByObject{}
 	for _, obj := range clusterops.ManagedObjects() {
-		out[obj] = cache.ByObject{Label: share}
+		gvk, err := apiutil.GVKForObject(obj, s)
+		if err != nil {
+			return nil, err
+		}
+		if slices.Contains(gvks, gvk) {
+			out[obj] = cache.ByObject{Label: share}
+		}
 	}
 	return out, nil
+}
+
+// servedBy returns whether the API server cfg reaches serves a kind, as its
+// discovery says when asked; a kind it cannot tell of counts as not served.
+func servedBy(cfg *rest.Config) (func(schema.GroupVersionKind) bool, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot make the discovery client")
+	}
+	m, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot make the REST mapper")
+	}
+	return func(gvk schema.GroupVersionKind) bool {
+		_, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil
+	}, nil
 }
 
 // A replica runs a sharded provider's share of the fleet on every replica,

@@ -154,13 +154,14 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		WithOptions(o.ForControllerRuntime()).
 		// The filter applies to the managed resource only: events of the
 		// watched objects (a pod's status, say) must get through.
-		For(client.Object(k.Object), builder.WithPredicates(desiredStateChanged())).
+		For(client.Object(k.Object), builder.WithPredicates(desiredStateChanged(), inShare(o.Share))).
 		// An edit of an existing managed resource's spec is a change someone
 		// waits for: it ranks with the changes of what the resource made or
 		// references, above a backlog of new resources. The priority queue
 		// keeps the higher of the two ranks the request gets.
 		Watches(client.Object(k.Object), o.Flow.Handler(&handler.EnqueueRequestForObject{}), builder.WithPredicates(
 			predicate.GenerationChangedPredicate{},
+			inShare(o.Share),
 			predicate.Funcs{
 				CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
 				GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
@@ -173,6 +174,9 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 	}
 	var rr reconcile.Reconciler = retryConflicts{Reconciler: errors.WithSilentRequeueOnConflict(mr), conflicts: cf}
 	rr = pollAfterCreate{Reconciler: rr, poll: jittered(k.PollHook, o.PollJitter, rand.Float64), interval: o.PollInterval}
+	if o.Share != nil {
+		rr = shareOnly{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, share: o.Share}
+	}
 	if k.WatchSet != nil {
 		if err := mgr.Add(k.WatchSet); err != nil {
 			return errors.Wrapf(err, "cannot add the watches of %s", gk)
@@ -257,6 +261,35 @@ func (f *forgetGone) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		f.watches.Forget(req.NamespacedName)
 	}
 	return res, err
+}
+
+// inShare passes the events of managed resources in share; all of them
+// without sharding (nil).
+func inShare(share labels.Selector) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return share == nil || share.Matches(labels.Set(o.GetLabels()))
+	})
+}
+
+// shareOnly reconciles, on a sharded replica, only the managed resources of
+// its share, as the manager's cache holds them. The cache holds nothing else
+// for a kind whose CRD was there when the replica's share was built; a kind
+// activated later is cached whole until it is built again, and its
+// resources of other shards, enqueued by the objects they made or by a
+// label moved away, are another replica's work.
+type shareOnly struct {
+	reconcile.Reconciler
+	kube   client.Reader
+	object client.Object
+	share  labels.Selector
+}
+
+func (s shareOnly) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	o, _ := s.object.DeepCopyObject().(client.Object)
+	if err := s.kube.Get(ctx, req.NamespacedName, o); err == nil && !s.share.Matches(labels.Set(o.GetLabels())) {
+		return reconcile.Result{}, nil
+	}
+	return s.Reconciler.Reconcile(ctx, req)
 }
 
 // EnqueueOwner enqueues the managed resource named by an object's label key, in

@@ -283,33 +283,41 @@ func conditionReason(u *unstructured.Unstructured, typ string) string {
 // provider process, from the workers controller-runtime reports per controller
 // (controller_runtime_max_concurrent_reconciles{controller="managed/<kind>.<group>"}).
 func controllers(ctx context.Context, p *revisionProcess) (map[string]bool, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", p.metrics), nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		return nil, fmt.Errorf("metrics: %s: %s", resp.Status, b)
-	}
 	out := map[string]bool{}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	const metric = `controller_runtime_max_concurrent_reconciles{controller="managed/`
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), metric)
+	err := scrape(ctx, p, func(line string) {
+		rest, ok := strings.CutPrefix(line, metric)
 		if !ok {
-			continue
+			return
 		}
 		if kind, _, ok := strings.Cut(rest, `"`); ok {
 			// The controller is named for the kind, singular: appbundle.workload.clusterops.io.
 			singular, group, _ := strings.Cut(kind, ".")
 			out[singular+"s."+group] = true
 		}
+	})
+	return out, err
+}
+
+// scrape hands each line of the provider process's metrics to line.
+func scrape(ctx context.Context, p *revisionProcess, line func(string)) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/metrics", p.metrics), nil)
+	if err != nil {
+		return err
 	}
-	return out, sc.Err()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("metrics: %s: %s", resp.Status, b)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line(sc.Text())
+	}
+	return sc.Err()
 }

@@ -34,6 +34,7 @@ var (
 	configurationGVK = pkgv1.SchemeGroupVersion.WithKind("Configuration")
 	providerRevs     = pkgv1.SchemeGroupVersion.WithKind("ProviderRevisionList")
 	imageConfigGVK   = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1beta1", Kind: "ImageConfig"}
+	drcGVK           = schema.GroupVersionKind{Group: "pkg.crossplane.io", Version: "v1beta1", Kind: "DeploymentRuntimeConfig"}
 	icGVK            = workloadv1alpha1.SchemeGroupVersion.WithKind("ImmortalContainer")
 	copyRuleGVK      = copyv1alpha1.SchemeGroupVersion.WithKind("CopyRule")
 )
@@ -62,6 +63,7 @@ func TestCrossplane(t *testing.T) {
 	}{
 		{"InstallConfiguration", testInstall},
 		{"Activation", testActivation},
+		{"Replicas", testReplicas},
 		{"ManagedResourceThroughInstalledProvider", testManagedResource},
 		{"PlatformAPIs", testPlatformAPIs},
 		{"Tenants", testTenants},
@@ -84,6 +86,8 @@ func TestCrossplane(t *testing.T) {
 func testInstall(t *testing.T) {
 	ctx := context.Background()
 	apply(t, "cluster/rbac/provider-rbac.yaml", nil)
+	// Two replicas sharing the fleet, as docs/operations.md says to run it.
+	apply(t, "examples/crossplane/sharded-runtime.yaml", nil)
 	mirror := &unstructured.Unstructured{Object: map[string]any{
 		"spec": map[string]any{
 			"matchImages":  []any{map[string]any{"type": "Prefix", "prefix": canonicalPrefix}},
@@ -407,11 +411,16 @@ func testDeploymentRuntime(t *testing.T) {
 			}
 			spec := d.Spec.Template.Spec
 			ok := available && len(spec.Containers) > 0 && spec.Containers[0].Image == image
-			if kind == "ProviderRevision" {
-				// The runtime config the runtime ImageConfig names.
-				ok = ok && spec.ServiceAccountName == providerServiceAccount
+			replicas := int32(1)
+			if d.Spec.Replicas != nil {
+				replicas = *d.Spec.Replicas
 			}
-			return ok, fmt.Sprintf("available=%t serviceAccount=%s containers=%d", available, spec.ServiceAccountName, len(spec.Containers)), nil
+			if kind == "ProviderRevision" {
+				// The runtime config the runtime ImageConfig names: its service account, and
+				// examples/crossplane/sharded-runtime.yaml's two replicas and flag.
+				ok = ok && spec.ServiceAccountName == providerServiceAccount && replicas == 2 && slices.Contains(spec.Containers[0].Args, "--shards=8")
+			}
+			return ok, fmt.Sprintf("available=%t serviceAccount=%s replicas=%d containers=%d", available, spec.ServiceAccountName, replicas, len(spec.Containers)), nil
 		})
 		waitTrue(t, pkgv1.SchemeGroupVersion.WithKind(kind), "", rev.GetName(), "RuntimeHealthy", "RevisionHealthy")
 	}

@@ -42,6 +42,31 @@ type revisionProcess struct {
 	port    int    // The function's gRPC port or the provider's health port.
 	metrics int    // The provider's metrics port.
 	health  string // A URL answering 200 when ready; empty for functions (a TCP dial).
+	// replicas are the provider's other replicas, as many more as its runtime config's
+	// Deployment template asks for; each runs with the config's arguments.
+	replicas []*revisionProcess
+}
+
+// all is the revision's processes: the first, then its other replicas.
+func (p *revisionProcess) all() []*revisionProcess {
+	return append([]*revisionProcess{p}, p.replicas...)
+}
+
+// stopAll stops every replica of the revision.
+func (p *revisionProcess) stopAll() {
+	for _, q := range p.all() {
+		q.proc.stop()
+	}
+}
+
+// runningAll reports whether every replica of the revision runs.
+func (p *revisionProcess) runningAll() bool {
+	for _, q := range p.all() {
+		if !q.proc.running() {
+			return false
+		}
+	}
+	return true
 }
 
 var revisionKinds = []string{"ProviderRevision", "FunctionRevision"}
@@ -76,7 +101,7 @@ func (r *externalRuntime) stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for n, p := range r.procs {
-		p.proc.stop()
+		p.stopAll()
 		delete(r.procs, n)
 	}
 }
@@ -114,7 +139,7 @@ func (r *externalRuntime) reconcile(ctx context.Context, kind string) error {
 		rev := &l.Items[i]
 		state, _, _ := unstructured.NestedString(rev.Object, "spec", "desiredState")
 		if p, ok := r.procs[rev.GetName()]; ok && state != string(pkgv1.PackageRevisionActive) {
-			p.proc.stop()
+			p.stopAll()
 			delete(r.procs, rev.GetName())
 		}
 	}
@@ -144,7 +169,11 @@ func (r *externalRuntime) reconcile(ctx context.Context, kind string) error {
 			}
 			r.activated[rev.GetName()] = true
 		}
-		p, err := r.ensure(rev.GetName(), kind, pk)
+		rt, err := r.runtimeConfig(ctx, rev, kind)
+		if err != nil {
+			return err
+		}
+		p, err := r.ensure(rev.GetName(), kind, pk, rt)
 		if err != nil {
 			return err
 		}
@@ -154,19 +183,110 @@ func (r *externalRuntime) reconcile(ctx context.Context, kind string) error {
 	}
 	for n, p := range r.procs {
 		if !seen[n] && p.kind == kind {
-			p.proc.stop()
+			p.stopAll()
 			delete(r.procs, n)
 		}
 	}
 	return nil
 }
 
-// ensure runs the revision's binary unless it already runs; a process that exited is started
-// again, as a Deployment's pod would be.
-func (r *externalRuntime) ensure(name, kind string, pk pkg) (*revisionProcess, error) {
-	if p, ok := r.procs[name]; ok && p.proc.running() {
+// runtime is what a provider revision's runtime config asks of its Deployment: how many
+// replicas, with which arguments.
+type runtime struct {
+	replicas int
+	args     []string
+}
+
+// runtimeConfig reads a provider revision's DeploymentRuntimeConfig as core's Deployment runtime
+// would apply it: the replicas of its Deployment template, and the arguments of its
+// package-runtime container. Functions, and revisions without one, run one process.
+func (r *externalRuntime) runtimeConfig(ctx context.Context, rev *unstructured.Unstructured, kind string) (runtime, error) {
+	rt := runtime{replicas: 1}
+	if kind != "ProviderRevision" {
+		return rt, nil
+	}
+	name, err := r.runtimeConfigName(ctx, rev)
+	if err != nil || name == "" {
+		return rt, err
+	}
+	drc := &unstructured.Unstructured{}
+	drc.SetGroupVersionKind(drcGVK)
+	if err := r.c.Get(ctx, client.ObjectKey{Name: name}, drc); err != nil {
+		return rt, client.IgnoreNotFound(err)
+	}
+	if n, ok, _ := unstructured.NestedInt64(drc.Object, "spec", "deploymentTemplate", "spec", "replicas"); ok && n > 0 {
+		rt.replicas = int(n)
+	}
+	containers, _, _ := unstructured.NestedSlice(drc.Object, "spec", "deploymentTemplate", "spec", "template", "spec", "containers")
+	for _, c := range containers {
+		m, _ := c.(map[string]any)
+		if m["name"] == "package-runtime" {
+			rt.args, _, _ = unstructured.NestedStringSlice(m, "args")
+		}
+	}
+	return rt, nil
+}
+
+// runtimeConfigName is the DeploymentRuntimeConfig core applies to a revision: that of the
+// runtime ImageConfig whose longest prefix matches the revision's image, or the revision's own.
+func (r *externalRuntime) runtimeConfigName(ctx context.Context, rev *unstructured.Unstructured) (string, error) {
+	name, _, _ := unstructured.NestedString(rev.Object, "spec", "runtimeConfigRef", "name")
+	image, _, _ := unstructured.NestedString(rev.Object, "spec", "image")
+	resolved, _, _ := unstructured.NestedString(rev.Object, "status", "resolvedImage")
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(imageConfigGVK.GroupVersion().WithKind(imageConfigGVK.Kind + "List"))
+	if err := r.c.List(ctx, l); err != nil {
+		return "", err
+	}
+	longest := 0
+	for _, ic := range l.Items {
+		ref, ok, _ := unstructured.NestedString(ic.Object, "spec", "runtime", "configRef", "name")
+		if !ok {
+			continue
+		}
+		matches, _, _ := unstructured.NestedSlice(ic.Object, "spec", "matchImages")
+		for _, m := range matches {
+			prefix, _ := m.(map[string]any)["prefix"].(string)
+			if len(prefix) > longest && (strings.HasPrefix(image, prefix) || strings.HasPrefix(resolved, prefix)) {
+				name, longest = ref, len(prefix)
+			}
+		}
+	}
+	return name, nil
+}
+
+// ensure runs the revision's binary unless it already runs, as many replicas as rt asks for; a
+// process that exited is started again, as a Deployment's pod would be.
+func (r *externalRuntime) ensure(name, kind string, pk pkg, rt runtime) (*revisionProcess, error) {
+	if p, ok := r.procs[name]; ok && p.runningAll() && len(p.all()) == rt.replicas {
 		return p, nil
 	}
+	if p, ok := r.procs[name]; ok {
+		p.stopAll()
+		delete(r.procs, name)
+	}
+	log.Printf("external runtime: starting %s: %d replicas, arguments %v", name, rt.replicas, rt.args)
+	var first *revisionProcess
+	for i := range rt.replicas {
+		p, err := r.startOne(name, i, kind, pk, rt.args)
+		if err != nil {
+			if first != nil {
+				first.stopAll()
+			}
+			return nil, err
+		}
+		if first == nil {
+			first = p
+			continue
+		}
+		first.replicas = append(first.replicas, p)
+	}
+	r.procs[name] = first
+	return first, nil
+}
+
+// startOne starts replica i of a revision's binary, with args added.
+func (r *externalRuntime) startOne(name string, i int, kind string, pk pkg, extra []string) (*revisionProcess, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -188,10 +308,13 @@ func (r *externalRuntime) ensure(name, kind string, pk pkg) (*revisionProcess, e
 			"--health-probe-bind-address=127.0.0.1:" + strconv.Itoa(port)}
 		env = append(env, "POD_NAMESPACE="+crossplaneNamespace)
 	}
-	if p.proc, err = start(r.logs, name, pk.binary, args, env...); err != nil {
+	logName := name
+	if i > 0 {
+		logName = fmt.Sprintf("%s-%d", name, i)
+	}
+	if p.proc, err = start(r.logs, logName, pk.binary, append(args, extra...), env...); err != nil {
 		return nil, err
 	}
-	r.procs[name] = p
 	return p, nil
 }
 
