@@ -81,9 +81,9 @@ func TestBadInputAdmission(t *testing.T) {
 
 		// CopyRule.
 		"CopyRuleUnknownKind": {
-			reason: "Only ConfigMaps and Secrets are copied.",
+			reason: "Workloads are never copied: they run pods.",
 			yaml:   copyRule(`{kind: Deployment, names: [a], allNamespaces: true}`),
-			want:   []string{`spec.forProvider.kind: Unsupported value: "Deployment": supported values: "ConfigMap", "Secret"`},
+			want:   []string{`kind Deployment of apiVersion v1 is not copied: of the core kinds, a rule copies ConfigMap, Secret, LimitRange, ResourceQuota and ServiceAccount`},
 		},
 		"CopyRuleNoSelection": {
 			reason: "A rule must say which sources it copies.",
