@@ -87,16 +87,7 @@ func TestCopyKindsGrants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	own := map[string]bool{}
-	for _, r := range clusterRoles(t, filepath.Join("cluster", "rbac", "provider-rbac.yaml")) {
-		for _, rule := range r.Rules {
-			for _, g := range rule.APIGroups {
-				for _, res := range rule.Resources {
-					own[g+"/"+res] = true
-				}
-			}
-		}
-	}
+	own := grantedBy(t, filepath.Join("cluster", "rbac", "provider-rbac.yaml"))
 	allowed := []string{"get", "list", "watch", "create", "update", "delete", "escalate", "bind"}
 	roles, bound := map[string]bool{}, map[string]bool{}
 	for _, o := range objs {

@@ -72,16 +72,7 @@ func TestProviderAPIRules(t *testing.T) {
 		t.Errorf("ClusterRole rules: -want, +got:\n%s", diff)
 	}
 
-	granted := map[string]bool{}
-	for _, r := range clusterRoles(t, filepath.Join("cluster", "rbac", "provider-rbac.yaml")) {
-		for _, rule := range r.Rules {
-			for _, g := range rule.APIGroups {
-				for _, res := range rule.Resources {
-					granted[g+"/"+res] = true
-				}
-			}
-		}
-	}
+	granted := grantedBy(t, filepath.Join("cluster", "rbac", "provider-rbac.yaml"))
 	for _, rule := range roles[0].Rules {
 		for _, s := range slices.Concat(rule.APIGroups, rule.Resources, rule.Verbs, rule.ResourceNames, rule.NonResourceURLs) {
 			if strings.Contains(s, "*") {
@@ -96,4 +87,20 @@ func TestProviderAPIRules(t *testing.T) {
 			}
 		}
 	}
+}
+
+// grantedBy is the set of group/resource the ClusterRoles of file grant.
+func grantedBy(t *testing.T, file string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, r := range clusterRoles(t, file) {
+		for _, rule := range r.Rules {
+			for _, g := range rule.APIGroups {
+				for _, res := range rule.Resources {
+					out[g+"/"+res] = true
+				}
+			}
+		}
+	}
+	return out
 }
