@@ -1,11 +1,14 @@
 package copyrule
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"maps"
+	"slices"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -113,6 +116,10 @@ type content struct {
 	Type      corev1.SecretType `json:"t,omitempty"`
 	Immutable bool              `json:"i,omitempty"`
 	Body      map[string]any    `json:"o,omitempty"`
+	// Raw holds the data entries that are not valid UTF-8, as bytes: JSON
+	// would replace their invalid bytes, and different data would hash alike.
+	// Valid data stays in Data, so its hash is what it always was.
+	Raw [][2][]byte `json:"r,omitempty"`
 }
 
 // Hash is the hash of an object's content: its data, type, immutability or
@@ -126,9 +133,29 @@ func Hash(o Object) string {
 	}
 	// Maps of strings and bytes always marshal, and so does a body the API
 	// server served as JSON.
-	b, _ := json.Marshal(content{Labels: l, Data: nonEmpty(o.Data), Bytes: nonEmpty(o.Bytes), Type: o.Type, Immutable: o.Immutable, Body: nonEmpty(o.Body)}) //nolint:errchkjson // See above.
+	data, raw := splitUTF8(o.Data)
+	b, _ := json.Marshal(content{Labels: l, Data: data, Bytes: nonEmpty(o.Bytes), Type: o.Type, Immutable: o.Immutable, Body: nonEmpty(o.Body), Raw: raw}) //nolint:errchkjson // See above.
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:16])
+}
+
+// splitUTF8 returns the entries of data that are valid UTF-8, and the others
+// as byte pairs in key order.
+func splitUTF8(data map[string]string) (map[string]string, [][2][]byte) {
+	var raw [][2][]byte
+	valid := data
+	for k, v := range data {
+		if utf8.ValidString(k) && utf8.ValidString(v) {
+			continue
+		}
+		if len(raw) == 0 {
+			valid = maps.Clone(data)
+		}
+		delete(valid, k)
+		raw = append(raw, [2][]byte{[]byte(k), []byte(v)})
+	}
+	slices.SortFunc(raw, func(a, b [2][]byte) int { return bytes.Compare(a[0], b[0]) })
+	return nonEmpty(valid), raw
 }
 
 func nonEmpty[V any](m map[string]V) map[string]V {
