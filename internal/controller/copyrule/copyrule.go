@@ -44,6 +44,7 @@ const (
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	ws := watchset.New(o.Logger.WithValues("controller", managed.ControllerName(v1alpha1.CopyRuleGroupKind)))
 	known := newKnownCopies()
+	access := newGrants()
 	ws.OnForget(known.forget)
 	late := newBehind(oldestUnsynced)
 	// Half the shortest poll: a rule's first poll after a restart reads.
@@ -53,7 +54,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		Object:           &v1alpha1.CopyRule{},
 		List:             &v1alpha1.CopyRuleList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.CopyRule) managed.TypedExternalClient[*v1alpha1.CopyRule] {
-			return &external{cluster: c, resolver: r, record: rec, watches: ws, known: known, behind: late, now: time.Now, resumeFor: resumeFor}
+			return &external{cluster: c, resolver: r, record: rec, watches: ws, known: known, grants: access, behind: late, now: time.Now, resumeFor: resumeFor}
 		},
 		// Sources, copies and namespaces are watched narrowly, as metadata:
 		// the copies and namespaces on the cluster the rule writes to, the
@@ -77,7 +78,9 @@ type external struct {
 	watches  *watchset.Set
 	// known is what the controller knows of each rule's copies unread.
 	known *knownCopies
-	now   func() time.Time
+	// grants is whether the provider may read each kind, by cluster.
+	grants *grants
+	now    func() time.Time
 	// resumeFor is how long after a rule decided from its digest its
 	// reconciles may again (resume).
 	resumeFor time.Duration
@@ -122,7 +125,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	// watches it joins once it knows them (watch).
 	own := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}
 	var err error
-	if e.dst, err = e.kind(cr, copyGVK(p), e.cluster); err != nil {
+	if e.dst, err = e.kind(ctx, cr, copyGVK(p), e.cluster); err != nil {
 		if meta.WasDeleted(cr) && isKindError(err) {
 			// Objects of a kind the cluster serves no more went with it.
 			return managed.ExternalObservation{ResourceExists: false}, nil
@@ -214,7 +217,7 @@ func (e *external) sourceSide(ctx context.Context, cr *v1alpha1.CopyRule, nss []
 		return nil, nil, nil, err
 	}
 	e.source = srcCl
-	if e.src, err = e.kind(cr, sourceGVK(p), srcCl); err != nil {
+	if e.src, err = e.kind(ctx, cr, sourceGVK(p), srcCl); err != nil {
 		return nil, nil, nil, sideError(err, "source", sourceRef(cr))
 	}
 	srcNSs := SourceNamespaces(p, cr.GetNamespace())
@@ -410,7 +413,7 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 	if e.dst.Kind == "" {
 		// Observe resolves it first in a reconcile; a caller that did not
 		// has it resolved here.
-		k, err := e.kind(cr, copyGVK(p), e.cluster)
+		k, err := e.kind(ctx, cr, copyGVK(p), e.cluster)
 		if err != nil {
 			return managed.ExternalDelete{}, err
 		}

@@ -5,6 +5,7 @@ package copyrule
 // Copyable does; TestCopyRuleKindAdmission checks that the two agree.
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"slices"
@@ -165,7 +166,13 @@ func forbidden(err error, k Kind) error {
 	if err == nil || !kerrors.IsForbidden(err) {
 		return err
 	}
-	return errors.Wrapf(err, "the provider may not read or write %s: grant it to the provider's service account (%s has a ClusterRole per kind)", k.Resource.GroupResource(), grantFile)
+	return errors.Wrap(err, refusal(k))
+}
+
+// refusal says that the provider may not read or write kind k, and what
+// grants it.
+func refusal(k Kind) string {
+	return fmt.Sprintf("the provider may not read or write %s: grant it to the provider's service account (%s has a ClusterRole per kind)", k.Resource.GroupResource(), grantFile)
 }
 
 // droppedFields are the fields of objects of a kind that a copy does not get,
@@ -200,13 +207,16 @@ func body(gk schema.GroupKind, u map[string]any) map[string]any {
 
 // kind resolves gvk on cluster c for rule cr. A kind the rule cannot copy
 // there makes the rule unavailable, with why in its conditions.
-func (e *external) kind(cr *v1alpha1.CopyRule, gvk schema.GroupVersionKind, c *target.Cluster) (Kind, error) {
+func (e *external) kind(ctx context.Context, cr *v1alpha1.CopyRule, gvk schema.GroupVersionKind, c *target.Cluster) (Kind, error) {
 	var m meta.RESTMapper
 	if c.Client != nil {
 		m = c.Client.RESTMapper()
 	}
 	k, err := resolveKind(gvk, m)
-	if isKindError(err) {
+	if err == nil {
+		err = e.grants.check(ctx, c, k)
+	}
+	if isKindError(err) || isNotGranted(err) {
 		cr.SetConditions(xpv2.Unavailable().WithMessage(err.Error()))
 	}
 	return k, err
