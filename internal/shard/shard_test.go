@@ -2,11 +2,14 @@ package shard
 
 import (
 	"fmt"
+	"math/bits"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/sharding"
 )
 
 func TestParse(t *testing.T) {
@@ -118,6 +121,27 @@ func TestOfSpreadsSimilarNames(t *testing.T) {
 				t.Errorf("%d shards: shard %d has %d of %d namespaces: %v", shards, i, c, 24*shards, count)
 			}
 		}
+	}
+}
+
+// TestShardRangeClustersSimilarNames pins why shares are not the API
+// server's shardSelector ranges of object.metadata.namespace: its plain
+// FNV-1a leaves the hash's high bits, which the ranges cut, almost the same
+// for names that differ in their last characters, so the same namespaces as
+// TestOfSpreadsSimilarNames leave most of 8 ranges empty.
+func TestShardRangeClustersSimilarNames(t *testing.T) {
+	const shards = 8
+	count := make([]int, shards)
+	for n := range 24 * shards {
+		h, err := strconv.ParseUint(sharding.HashField(fmt.Sprintf("team-wave-%d", n)), 16, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i, _ := bits.Mul64(h, shards)
+		count[i]++
+	}
+	if empty := len(slices.DeleteFunc(slices.Clone(count), func(c int) bool { return c > 0 })); empty < shards/2 {
+		t.Errorf("the API server's namespace ranges spread similar names over %v: Of's mixing may no longer be needed", count)
 	}
 }
 
