@@ -158,20 +158,39 @@ func walk(path string, w, g any, out *[]string) {
 	}
 }
 
-// nilIfEmpty reads an empty map or list as no value, as the API server does
-// for most fields.
+// nilIfEmpty reads a map or list that holds nothing but empty values, at any
+// depth, as no value, as the API server does for most fields: walk already
+// reads a list's trailing empty items as missing, so [{}] is no list, and a
+// map or list where the other side has a value of another type still differs
+// only where it holds something.
 func nilIfEmpty(v any) any {
-	switch e := v.(type) {
-	case map[string]any:
-		if len(e) == 0 {
-			return nil
-		}
-	case []any:
-		if len(e) == 0 {
-			return nil
-		}
+	if empty(v) {
+		return nil
 	}
 	return v
+}
+
+// empty reports whether v is nil, or a map or list of empty values only.
+func empty(v any) bool {
+	switch e := v.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		for _, x := range e {
+			if !empty(x) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		for _, x := range e {
+			if !empty(x) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 func at(l []any, i int) any {
