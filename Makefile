@@ -47,9 +47,15 @@ lint: ## Run golangci-lint (.golangci.yml), the version cluster/local/versions.e
 	$$(cluster/local/build-tools.sh golangci-lint-dir)/golangci-lint run --timeout 15m ./...
 
 .PHONY: test
-test: tools vet ## Run every test tier: unit + integration (envtest), a short fuzz run, e2e on the local control plane, then make demo (the README's first command).
-	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) ./...
-	$(MAKE) fuzz-ci
+test: ## Run every test tier: unit + integration (envtest), a short fuzz run, e2e on the local control plane, then make demo (the README's first command).
+	cluster/local/build-tools.sh controlplane golangci-lint
+	$(MAKE) vet
+	# Crossplane and its CLI are first needed by the package checks (hack/xpkg) and e2e. They build
+	# at the lowest priority while the tiers before those run, which mostly wait on API servers.
+	nice -n 19 cluster/local/build-tools.sh crossplane crank & tools=$$!; \
+	  KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /hack/xpkg) && $(MAKE) fuzz-ci; \
+	  rc=$$?; wait $$tools || rc=1; exit $$rc
+	go test $(GO_TEST_FLAGS) ./hack/xpkg
 	$(MAKE) e2e
 	# make demo, with its output checked (cluster/local/demo_test.go).
 	DEMO=1 go test -count=1 -v -run '^TestDemoShowsEveryKindActing$$' ./cluster/local
@@ -87,6 +93,10 @@ bench-sharded: ## Run the sharded tier: 10,000 CopyRules and ConfigRollouts shar
 .PHONY: bench-ab
 bench-ab: ## A/B the flow-control flags on fleets of 10,000 (docs/fleet/ab.md).
 	cluster/local/bench-ab.sh
+
+.PHONY: bench-cost
+bench-cost: ## A/B what HEAD costs the fleet against COST_BASE, a commit (docs/fleet/cost.md).
+	cluster/local/bench-cost.sh
 
 .PHONY: fuzz
 fuzz: ## Fuzz every pure function that takes user input (hack/fuzz.sh lists them), 20s each.
