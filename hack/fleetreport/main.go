@@ -94,9 +94,15 @@ func main() {
 	svg := flag.String("svg", "docs/fleet.svg", "chart to write")
 	findings := flag.String("findings", "", "hand-written notes appended to the report, when set and the file exists")
 	ab := flag.String("ab", "", "directory of make bench-ab's settings: write their table to -md instead")
+	cost := flag.String("cost", "", "directory of make bench-cost's runs: write their table to -md instead")
 	flag.Parse()
-	if *ab != "" {
-		text, err := abReport(*ab)
+	if *ab != "" || *cost != "" {
+		text, err := "", error(nil)
+		if *ab != "" {
+			text, err = abReport(*ab)
+		} else {
+			text, err = costReport(*cost)
+		}
 		if err == nil {
 			err = os.WriteFile(*md, []byte(text), 0o644)
 		}
