@@ -13,15 +13,9 @@ import (
 // it ran the provider with), the default first. verdict, when the file
 // exists, is appended as it is.
 func abReport(dir string) (string, error) {
-	entries, err := os.ReadDir(dir)
+	settings, err := subdirs(dir)
 	if err != nil {
 		return "", err
-	}
-	var settings []string
-	for _, e := range entries {
-		if e.IsDir() {
-			settings = append(settings, e.Name())
-		}
 	}
 	slices.SortFunc(settings, func(a, b string) int {
 		switch {
@@ -80,6 +74,22 @@ func abReport(dir string) (string, error) {
 		b.WriteString(string(v))
 	}
 	return b.String(), nil
+}
+
+// subdirs returns the names of the directories in dir: a report's runs or
+// settings, one directory of results each.
+func subdirs(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
 }
 
 // spread is p50 / p90 / max of v, in whole milliseconds.

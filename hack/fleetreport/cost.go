@@ -30,15 +30,9 @@ var costMetrics = []costMetric{
 // figure's mean on either side and the head's difference. verdict, when the
 // file exists, is appended as it is.
 func costReport(dir string) (string, error) {
-	entries, err := os.ReadDir(dir)
+	runs, err := subdirs(dir)
 	if err != nil {
 		return "", err
-	}
-	var runs []string
-	for _, e := range entries {
-		if e.IsDir() {
-			runs = append(runs, e.Name())
-		}
 	}
 	// base-1, head-1, base-2, head-2: in the order they ran.
 	slices.SortFunc(runs, func(a, b string) int {
