@@ -28,25 +28,9 @@ func abReport(dir string) (string, error) {
 		}
 		return strings.Compare(a, b)
 	})
-	type row struct {
-		setting, flags string
-		r              result
-	}
-	byScenario := map[string][]row{}
-	var scenarios []string
-	for _, s := range settings {
-		rs, err := read(filepath.Join(dir, s))
-		if err != nil {
-			return "", err
-		}
-		flags, _ := os.ReadFile(filepath.Join(dir, s, "flags"))
-		for _, r := range rs {
-			k := fmt.Sprintf("%s, %d in %s", r.Kind, r.N, r.Layout)
-			if _, ok := byScenario[k]; !ok {
-				scenarios = append(scenarios, k)
-			}
-			byScenario[k] = append(byScenario[k], row{setting: s, flags: strings.TrimSpace(string(flags)), r: r})
-		}
+	scenarios, byScenario, err := byScenario(dir, settings)
+	if err != nil {
+		return "", err
 	}
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
@@ -61,11 +45,12 @@ func abReport(dir string) (string, error) {
 		p("|---|---|---|---|---|---|---|---|---|")
 		for _, rw := range byScenario[sc] {
 			r := rw.r
-			flags := rw.flags
+			raw, _ := os.ReadFile(filepath.Join(dir, rw.dir, "flags"))
+			flags := strings.TrimSpace(string(raw))
 			if flags == "" {
 				flags = "defaults"
 			}
-			p("| %s | `%s` | %.1f (%.1f, %.2f×) | %s (%d) | %s | %.2f | %.1f | %.1f | %s |", rw.setting, flags, r.Seconds, r.FloorSeconds, r.Seconds/r.FloorSeconds,
+			p("| %s | `%s` | %.1f (%.1f, %.2f×) | %s (%d) | %s | %.2f | %.1f | %.1f | %s |", rw.dir, flags, r.Seconds, r.FloorSeconds, r.Seconds/r.FloorSeconds,
 				spread(r.DuringMs), len(r.DuringMs), spread(r.AfterMs), r.RequestsPerMR, r.CPU["provider"], r.RestartSeconds, r.Commit)
 		}
 		p("")
@@ -74,6 +59,34 @@ func abReport(dir string) (string, error) {
 		b.WriteString(string(v))
 	}
 	return b.String(), nil
+}
+
+// A scenarioResult is one result of a scenario and the directory it was
+// read from (a setting or a run).
+type scenarioResult struct {
+	dir string
+	r   result
+}
+
+// byScenario reads the results in each of dir's subdirectories names and
+// groups them by scenario, the scenarios in the order first read.
+func byScenario(dir string, names []string) ([]string, map[string][]scenarioResult, error) {
+	out := map[string][]scenarioResult{}
+	var scenarios []string
+	for _, n := range names {
+		rs, err := read(filepath.Join(dir, n))
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, r := range rs {
+			k := fmt.Sprintf("%s, %d in %s", r.Kind, r.N, r.Layout)
+			if _, ok := out[k]; !ok {
+				scenarios = append(scenarios, k)
+			}
+			out[k] = append(out[k], scenarioResult{dir: n, r: r})
+		}
+	}
+	return scenarios, out, nil
 }
 
 // subdirs returns the names of the directories in dir: a report's runs or

@@ -43,25 +43,9 @@ func costReport(dir string) (string, error) {
 		}
 		return strings.Compare(sa, sb)
 	})
-	type row struct {
-		run, side string
-		r         result
-	}
-	byScenario := map[string][]row{}
-	var scenarios []string
-	for _, run := range runs {
-		rs, err := read(filepath.Join(dir, run))
-		if err != nil {
-			return "", err
-		}
-		side, _, _ := strings.Cut(run, "-")
-		for _, r := range rs {
-			k := fmt.Sprintf("%s, %d in %s", r.Kind, r.N, r.Layout)
-			if _, ok := byScenario[k]; !ok {
-				scenarios = append(scenarios, k)
-			}
-			byScenario[k] = append(byScenario[k], row{run: run, side: side, r: r})
-		}
+	scenarios, byScenario, err := byScenario(dir, runs)
+	if err != nil {
+		return "", err
 	}
 	var b strings.Builder
 	p := func(format string, a ...any) { fmt.Fprintf(&b, format+"\n", a...) }
@@ -83,14 +67,15 @@ func costReport(dir string) (string, error) {
 		p("%s", rule)
 		sides := map[string][][]float64{}
 		for _, rw := range rows {
-			line := fmt.Sprintf("| %s | %s |", rw.run, rw.r.Commit)
+			line := fmt.Sprintf("| %s | %s |", rw.dir, rw.r.Commit)
 			var v []float64
 			for _, m := range costMetrics {
 				x := m.of(rw.r)
 				v = append(v, x)
 				line += fmt.Sprintf(" %.2f |", x)
 			}
-			sides[rw.side] = append(sides[rw.side], v)
+			side, _, _ := strings.Cut(rw.dir, "-")
+			sides[side] = append(sides[side], v)
 			p("%s", line)
 		}
 		base, head := sides["base"], sides["head"]
