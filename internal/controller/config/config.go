@@ -71,12 +71,8 @@ const usagesSettle = time.Second
 // while they converged.
 type listsUncopied struct{ ctrl.Manager }
 
-func (m listsUncopied) GetClient() client.Client { return uncopiedLists{m.Manager.GetClient()} }
-
-type uncopiedLists struct{ client.Client }
-
-func (c uncopiedLists) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
-	return c.Client.List(ctx, l, append(opts, client.UnsafeDisableDeepCopy)...)
+func (m listsUncopied) GetClient() client.Client {
+	return managedkind.UncopiedLists{Client: m.Manager.GetClient()}
 }
 
 // debounced queues its handler's requests after a delay; a request already

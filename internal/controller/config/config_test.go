@@ -7,7 +7,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -34,27 +33,6 @@ func TestUsageEventsDebounced(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if n := q.Len(); n != 1 {
 		t.Errorf("queued after the burst: %d, want 1", n)
-	}
-}
-
-type listOptions struct {
-	client.Client
-	got *client.ListOptions
-}
-
-func (c listOptions) List(_ context.Context, _ client.ObjectList, opts ...client.ListOption) error {
-	c.got.ApplyOptions(opts)
-	return nil
-}
-
-func TestCountsWithoutCopies(t *testing.T) {
-	got := &client.ListOptions{}
-	c := uncopiedLists{listOptions{got: got}}
-	if err := c.List(context.Background(), &v1alpha1.ProviderConfigUsageList{}, client.MatchingLabels{"a": "b"}); err != nil {
-		t.Fatal(err)
-	}
-	if got.UnsafeDisableDeepCopy == nil || !*got.UnsafeDisableDeepCopy || got.LabelSelector == nil {
-		t.Errorf("list options %+v: want the caller's selector, and no deep copies", got)
 	}
 }
 

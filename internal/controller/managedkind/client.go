@@ -3,6 +3,7 @@ package managedkind
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"sync"
 	"time"
 
@@ -121,10 +122,7 @@ func (c noOpSkippingClient) Update(ctx context.Context, obj client.Object, opts 
 			onlyMeta = cached
 		}
 	}
-	pending, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return err
-	}
+	restore := keepStatus(obj)
 	base := obj.GetResourceVersion()
 	write := func() error { return c.Client.Update(ctx, obj, opts...) }
 
@@ -137,16 +135,39 @@ func (c noOpSkippingClient) Update(ctx context.Context, obj client.Object, opts 
 		return err
 	}
 	c.written.wrote(obj, base)
-	status, ok := pending["status"]
-	if !ok {
-		return nil
+	restore()
+	return nil
+}
+
+// keepStatus saves a copy of obj's status and returns what puts it back:
+// a typed object's Status field (its generated DeepCopy), or an unstructured
+// object's status. Through the field, not a round trip of the whole object
+// through unstructured content, which cost every first reconcile of every
+// resource a tenth of its CPU.
+func keepStatus(obj client.Object) (restore func()) {
+	if u, ok := obj.(runtime.Unstructured); ok {
+		status, had := u.UnstructuredContent()["status"]
+		status = runtime.DeepCopyJSONValue(status)
+		return func() {
+			if had {
+				u.UnstructuredContent()["status"] = status
+			}
+		}
 	}
-	stored, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return err
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return func() {}
 	}
-	stored["status"] = status
-	return runtime.DefaultUnstructuredConverter.FromUnstructured(stored, obj)
+	field := v.Elem().FieldByName("Status")
+	if !field.IsValid() || !field.CanSet() {
+		return func() {}
+	}
+	saved := reflect.New(field.Type()).Elem()
+	saved.Set(field)
+	if dc := field.Addr().MethodByName("DeepCopy"); dc.IsValid() && dc.Type().NumIn() == 0 && dc.Type().NumOut() == 1 && dc.Type().Out(0) == field.Addr().Type() {
+		saved = dc.Call(nil)[0].Elem()
+	}
+	return func() { field.Set(saved) }
 }
 
 func (c noOpSkippingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
@@ -312,4 +333,16 @@ func (r retryConflicts) Reconcile(ctx context.Context, req reconcile.Request) (r
 		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return res, err
+}
+
+// UncopiedLists lists from the cache without deep copies, for readers that
+// only count or read what they list: the provider configs' usage counts and
+// the managed resource state metrics, which list every resource of a kind
+// every few seconds. Deep-copying 10,000 CopyRules on each of those lists was
+// a tenth of what the provider allocated while they converged.
+type UncopiedLists struct{ client.Client }
+
+// List lists as the client does, without copies of the cache's objects.
+func (c UncopiedLists) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	return c.Client.List(ctx, l, append(opts, client.UnsafeDisableDeepCopy)...)
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -293,5 +294,99 @@ func TestStatusWrites(t *testing.T) {
 				t.Errorf("\n%s\na status write changed labels: %v", tc.reason, stored.Labels)
 			}
 		})
+	}
+}
+
+type listOptions struct {
+	client.Client
+	got *client.ListOptions
+}
+
+func (c listOptions) List(_ context.Context, _ client.ObjectList, opts ...client.ListOption) error {
+	c.got.ApplyOptions(opts)
+	return nil
+}
+
+func TestUncopiedLists(t *testing.T) {
+	got := &client.ListOptions{}
+	c := UncopiedLists{Client: listOptions{got: got}}
+	if err := c.List(context.Background(), &corev1.ConfigMapList{}, client.MatchingLabels{"a": "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if got.UnsafeDisableDeepCopy == nil || !*got.UnsafeDisableDeepCopy || got.LabelSelector == nil {
+		t.Errorf("list options %+v: want the caller's selector, and no deep copies", got)
+	}
+}
+
+func TestUpdateKeepsStatus(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"},
+		Status:     corev1.PodStatus{Message: "stored", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}},
+	}
+	s := runtime.NewScheme()
+	_ = corev1.AddToScheme(s)
+	cases := map[string]struct {
+		reason string
+		obj    func() client.Object
+		status func(client.Object) any
+		mine   any
+	}{
+		"Typed": {
+			reason: "A typed object's status survives an update: the reconciler's conditions of a first reconcile are written after its finalizer.",
+			obj: func() client.Object {
+				o := pod.DeepCopy()
+				o.Status = corev1.PodStatus{Message: "mine", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+				return o
+			},
+			status: func(o client.Object) any { return o.(*corev1.Pod).Status },
+			mine:   corev1.PodStatus{Message: "mine", Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		},
+		"Unstructured": {
+			reason: "An unstructured object's status survives an update too.",
+			obj: func() client.Object {
+				u := &unstructured.Unstructured{}
+				u.SetAPIVersion("v1")
+				u.SetKind("Pod")
+				u.SetNamespace("ns")
+				u.SetName("p")
+				u.Object["status"] = map[string]any{"message": "mine"}
+				return u
+			},
+			status: func(o client.Object) any { return o.(*unstructured.Unstructured).Object["status"] },
+			mine:   map[string]any{"message": "mine"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			fc := fake.NewClientBuilder().WithScheme(s).WithObjects(pod.DeepCopy()).WithStatusSubresource(&corev1.Pod{}).Build()
+			c := noOpSkippingClient{Client: fc, apiReader: fc}
+			o := tc.obj()
+			o.SetFinalizers([]string{"mine"})
+			if err := c.Update(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.mine, tc.status(o)); diff != "" {
+				t.Errorf("\n%s\nstatus after the update: -want, +got:\n%s", tc.reason, diff)
+			}
+			stored := &corev1.Pod{}
+			if err := fc.Get(context.Background(), client.ObjectKeyFromObject(pod), stored); err != nil {
+				t.Fatal(err)
+			}
+			if stored.Status.Message != "stored" || len(stored.Finalizers) != 1 {
+				t.Errorf("\n%s\nstored: status %q and finalizers %v; want the status as it was and the finalizer added", tc.reason, stored.Status.Message, stored.Finalizers)
+			}
+		})
+	}
+}
+
+func TestKeepStatusCopies(t *testing.T) {
+	o := &corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{Type: corev1.PodReady}}}}
+	restore := keepStatus(o)
+	// A decoder that reused the slice would change what was saved: the saved
+	// status is a copy.
+	o.Status.Conditions[0].Type = corev1.PodScheduled
+	restore()
+	if o.Status.Conditions[0].Type != corev1.PodReady {
+		t.Errorf("restored condition %q, want %q", o.Status.Conditions[0].Type, corev1.PodReady)
 	}
 }

@@ -141,7 +141,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 	if o.MetricOptions != nil {
 		opts = append(opts, managed.WithMetricRecorder(o.MetricOptions.MRMetrics))
 		if o.MetricOptions.MRStateMetrics != nil {
-			sr := statemetrics.NewMRStateRecorder(mgr.GetClient(), o.Logger, o.MetricOptions.MRStateMetrics, k.List, o.MetricOptions.PollStateMetricInterval)
+			sr := statemetrics.NewMRStateRecorder(UncopiedLists{Client: mgr.GetClient()}, o.Logger, o.MetricOptions.MRStateMetrics, k.List, o.MetricOptions.PollStateMetricInterval)
 			if err := mgr.Add(sr); err != nil {
 				return errors.Wrapf(err, "cannot add state metrics of %s", gk)
 			}
