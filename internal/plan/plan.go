@@ -7,17 +7,25 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 )
 
 // Only reports whether mg's management policies are only Observe: it plans,
-// and does nothing.
+// and does nothing. It decides as crossplane-runtime's policy resolver's
+// ShouldOnlyObserve does (TestOnly compares them), without building a
+// resolver and its sets on every reconcile of every resource.
 func Only(mg resource.Managed) bool {
 	p := mg.GetManagementPolicies()
-	return managed.NewManagementPoliciesResolver(len(p) > 0, p).ShouldOnlyObserve()
+	for _, a := range p {
+		if a != xpv2.ManagementActionObserve {
+			return false
+		}
+	}
+	return len(p) > 0
 }
 
 // order is the order the summary counts actions in.

@@ -8,6 +8,7 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource/fake"
 
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
@@ -58,10 +59,13 @@ func TestOnly(t *testing.T) {
 		policies xpv2.ManagementPolicies
 		want     bool
 	}{
-		"Default":     {want: false},
-		"All":         {policies: xpv2.ManagementPolicies{xpv2.ManagementActionAll}, want: false},
-		"ObserveOnly": {policies: xpv2.ManagementPolicies{xpv2.ManagementActionObserve}, want: true},
-		"NoDelete":    {policies: xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate}, want: false},
+		"Default":      {want: false},
+		"All":          {policies: xpv2.ManagementPolicies{xpv2.ManagementActionAll}, want: false},
+		"ObserveOnly":  {policies: xpv2.ManagementPolicies{xpv2.ManagementActionObserve}, want: true},
+		"NoDelete":     {policies: xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate}, want: false},
+		"Empty":        {policies: xpv2.ManagementPolicies{}, want: false},
+		"ObserveTwice": {policies: xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionObserve}, want: true},
+		"LateInit":     {policies: xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionLateInitialize}, want: false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -69,6 +73,11 @@ func TestOnly(t *testing.T) {
 			mg.SetManagementPolicies(tc.policies)
 			if got := Only(mg); got != tc.want {
 				t.Errorf("Only(%v) = %t, want %t", tc.policies, got, tc.want)
+			}
+			// Only decides as crossplane-runtime's resolver does.
+			p := tc.policies
+			if want := managed.NewManagementPoliciesResolver(len(p) > 0, p).ShouldOnlyObserve(); Only(mg) != want {
+				t.Errorf("Only(%v) = %t, the resolver says %t", p, Only(mg), want)
 			}
 		})
 	}
