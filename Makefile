@@ -37,9 +37,8 @@ build-provider: ## Build the provider binary into bin/ (all make bench needs).
 	CGO_ENABLED=0 go build $(GO_BUILD_FLAGS) -ldflags '$(LDFLAGS)' -o bin/provider ./cmd/provider
 
 .PHONY: vet
-vet: lint ## Check formatting, run go vet and the linter.
+vet: lint ## Check formatting and run the linter (its govet is go vet's, with the e2e and bench tags).
 	@test -z "$$(gofmt -l apis cmd internal hack test)" || { gofmt -l apis cmd internal hack test; echo "gofmt needed"; exit 1; }
-	go vet ./... && go vet -tags e2e ./test/e2e/...
 
 .PHONY: lint
 lint: ## Run golangci-lint (.golangci.yml), the version cluster/local/versions.env pins, built from source.
@@ -52,8 +51,11 @@ test: ## Run every test tier: unit + integration (envtest), a short fuzz run, e2
 	$(MAKE) vet
 	# Crossplane and its CLI are first needed by the package checks (hack/xpkg) and e2e. They build
 	# at the lowest priority while the tiers before those run, which mostly wait on API servers.
+	# The process tier is the longest and mostly waits on restarts and leases: listed first, it
+	# starts first and the other packages run beside it.
 	nice -n 19 cluster/local/build-tools.sh crossplane crank & tools=$$!; \
-	  KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v /hack/xpkg) && $(MAKE) fuzz-ci; \
+	  KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) ./test/reliability/process \
+	    $$(go list ./... | grep -v -e /hack/xpkg -e /test/reliability/process) && $(MAKE) fuzz-ci; \
 	  rc=$$?; wait $$tools || rc=1; exit $$rc
 	go test $(GO_TEST_FLAGS) ./hack/xpkg
 	$(MAKE) e2e
