@@ -1,6 +1,7 @@
 package copyrule
 
 import (
+	"container/heap"
 	"fmt"
 	"sync"
 	"time"
@@ -108,15 +109,18 @@ func init() {
 }
 
 // behind remembers, of each rule with copies out of sync, since when, and
-// keeps oldestUnsynced at the oldest. Rules in sync take no room.
+// keeps oldestUnsynced at the oldest. Rules in sync take no room. The rules
+// behind are a heap by since: when a remote cluster goes, every rule of it
+// falls behind, and each one's report costs log(rules), not a scan of all.
 type behind struct {
 	mu    sync.Mutex
-	since map[types.NamespacedName]time.Time
+	since map[types.NamespacedName]*late
+	order lateHeap
 	gauge prometheus.Gauge
 }
 
 func newBehind(g prometheus.Gauge) *behind {
-	return &behind{since: map[types.NamespacedName]time.Time{}, gauge: g}
+	return &behind{since: map[types.NamespacedName]*late{}, gauge: g}
 }
 
 // set records rule's since, or forgets the rule when since is nil. A nil
@@ -129,22 +133,52 @@ func (b *behind) set(rule types.NamespacedName, since *metav1.Time) {
 	defer b.mu.Unlock()
 	prev, had := b.since[rule]
 	switch {
-	case since == nil && !had, since != nil && had && prev.Equal(since.Time):
+	case since == nil && !had, since != nil && had && prev.since.Equal(since.Time):
 		return
 	case since == nil:
+		heap.Remove(&b.order, prev.index)
 		delete(b.since, rule)
+	case had:
+		prev.since = since.Time
+		heap.Fix(&b.order, prev.index)
 	default:
-		b.since[rule] = since.Time
-	}
-	var oldest time.Time
-	for _, t := range b.since {
-		if oldest.IsZero() || t.Before(oldest) {
-			oldest = t
-		}
+		l := &late{since: since.Time}
+		heap.Push(&b.order, l)
+		b.since[rule] = l
 	}
 	v := 0.0
-	if !oldest.IsZero() {
-		v = float64(oldest.UnixNano()) / 1e9
+	if len(b.order) > 0 {
+		v = float64(b.order[0].since.UnixNano()) / 1e9
 	}
 	b.gauge.Set(v)
+}
+
+// late is a rule behind since a time, at index in its heap.
+type late struct {
+	since time.Time
+	index int
+}
+
+// lateHeap orders rules behind by since, the oldest first (container/heap).
+type lateHeap []*late
+
+func (h lateHeap) Len() int           { return len(h) }
+func (h lateHeap) Less(i, j int) bool { return h[i].since.Before(h[j].since) }
+func (h lateHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+
+func (h *lateHeap) Push(x any) {
+	l := x.(*late) //nolint:forcetypeassert // Only set pushes, and only *late.
+	l.index = len(*h)
+	*h = append(*h, l)
+}
+
+func (h *lateHeap) Pop() any {
+	old := *h
+	l := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return l
 }

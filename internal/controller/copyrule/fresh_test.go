@@ -1,6 +1,8 @@
 package copyrule
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -103,6 +105,38 @@ func TestBehind(t *testing.T) {
 	}
 	if len(b.since) != 0 {
 		t.Errorf("rules in sync take room: %v", b.since)
+	}
+}
+
+// TestBehindKeepsTheOldest sets many rules behind, caught up and behind again
+// in a random order and checks the gauge against the oldest of them all.
+func TestBehindKeepsTheOldest(t *testing.T) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_oldest"})
+	b := newBehind(g)
+	r := rand.New(rand.NewPCG(1, 2))
+	want := map[types.NamespacedName]time.Time{}
+	for i := range 5000 {
+		rule := types.NamespacedName{Namespace: "x", Name: fmt.Sprint(r.IntN(200))}
+		if r.IntN(3) == 0 {
+			b.set(rule, nil)
+			delete(want, rule)
+		} else {
+			since := metav1.NewTime(time.Unix(int64(r.IntN(10000)), 0))
+			b.set(rule, &since)
+			want[rule] = since.Time
+		}
+		oldest := 0.0
+		for _, s := range want {
+			if v := float64(s.Unix()); oldest == 0 || v < oldest {
+				oldest = v
+			}
+		}
+		if got := testutil.ToFloat64(g); got != oldest {
+			t.Fatalf("step %d: oldest %v, want %v", i, got, oldest)
+		}
+		if len(b.since) != len(want) || len(b.order) != len(want) {
+			t.Fatalf("step %d: %d rules remembered, %d in order, want %d", i, len(b.since), len(b.order), len(want))
+		}
 	}
 }
 
