@@ -31,10 +31,11 @@ func TestCostReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"| base-1 | aaa | 1.50 | 5.00 |",
-		"| head-1 | bbb | 1.65 | 5.00 |",
-		// Converge ÷ floor 1.65 against 1.50; provider CPU 44 against 40; heap 105 against 100.
-		"| **head vs base** (1 and 1 runs) | | +10.0% (1.65–1.65 vs 1.50–1.50) | +0.0%",
+		"| base-1 | aaa | 100.00 | 150.00 | 1.50 | 5.00 |",
+		"| head-1 | bbb | 100.00 | 165.00 | 1.65 | 5.00 |",
+		// Converge 165 s against 150 (÷ floor 1.65 against 1.50); provider CPU 44 against 40;
+		// heap 105 against 100.
+		"| **head vs base** (1 and 1 runs) | | +0.0% (100.00–100.00 vs 100.00–100.00) | +10.0% (165.00–165.00 vs 150.00–150.00) | +10.0% (1.65–1.65 vs 1.50–1.50) | +0.0%",
 		"+10.0% (44.00–44.00 vs 40.00–40.00)",
 		"+5.0% (105.00–105.00 vs 100.00–100.00) |",
 	} {
