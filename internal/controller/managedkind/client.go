@@ -142,8 +142,8 @@ func (c noOpSkippingClient) Update(ctx context.Context, obj client.Object, opts 
 // keepStatus saves a copy of obj's status and returns what puts it back:
 // a typed object's Status field (its generated DeepCopy), or an unstructured
 // object's status. Through the field, not a round trip of the whole object
-// through unstructured content, which cost every first reconcile of every
-// resource a tenth of its CPU.
+// through unstructured content, which took about 3% of the provider's CPU
+// while 10,000 CopyRules converged.
 func keepStatus(obj client.Object) (restore func()) {
 	if u, ok := obj.(runtime.Unstructured); ok {
 		status, had := u.UnstructuredContent()["status"]
@@ -162,10 +162,14 @@ func keepStatus(obj client.Object) (restore func()) {
 	if !field.IsValid() || !field.CanSet() {
 		return func() {}
 	}
-	saved := reflect.New(field.Type()).Elem()
-	saved.Set(field)
+	var saved reflect.Value
 	if dc := field.Addr().MethodByName("DeepCopy"); dc.IsValid() && dc.Type().NumIn() == 0 && dc.Type().NumOut() == 1 && dc.Type().Out(0) == field.Addr().Type() {
 		saved = dc.Call(nil)[0].Elem()
+	} else {
+		// No generated DeepCopy: a copy of the struct. The update's decoder
+		// zeroes obj before it decodes, so what it shares is not changed.
+		saved = reflect.New(field.Type()).Elem()
+		saved.Set(field)
 	}
 	return func() { field.Set(saved) }
 }
