@@ -128,7 +128,10 @@ wait_for etcd 30 curl -sf "http://127.0.0.1:$etcd_port/health"
 log "starting kube-apiserver on 127.0.0.1:$apiserver_port"
 # --endpoint-reconciler-type=none: the apiserver would otherwise keep trying to publish a loopback
 # address as the endpoint of the default/kubernetes Service, which validation rejects.
+# ShardedListAndWatch (alpha): sharded replicas ask for their share of the workloads by
+# shardSelector (docs/operations.md, "Sharding"); without it they watch all of them.
 start kube-apiserver "$bin_apiserver" \
+  --feature-gates=ShardedListAndWatch=true \
   --etcd-servers="http://127.0.0.1:$etcd_port" \
   --bind-address=127.0.0.1 \
   --advertise-address=127.0.0.1 \

@@ -65,10 +65,10 @@ func ManagedObjects() []client.Object {
 	}
 }
 
-// Setup adds the controllers of parts to mgr at once; shards is the number
-// of shards ShardLabels label with.
-func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, parts Parts, shards int) error {
-	for _, k := range kinds(r, parts, shards) {
+// Setup adds the controllers of parts to mgr at once; place is where
+// ShardLabels put managed resources.
+func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, parts Parts, place shard.Placement) error {
+	for _, k := range kinds(r, parts, place) {
 		if err := k.setup(mgr, o); err != nil {
 			return err
 		}
@@ -81,11 +81,11 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, parts Pa
 // established does not crash the provider. done, when not nil, is called once
 // every kind's setup has run (a failed one is logged), so that a caller can
 // wait for the controllers to be there.
-func SetupGated(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, parts Parts, shards int, done func()) error {
+func SetupGated(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, parts Parts, place shard.Placement, done func()) error {
 	if o.Gate == nil {
 		return errors.New("safe-start needs a gate")
 	}
-	ks := kinds(r, parts, shards)
+	ks := kinds(r, parts, place)
 	var left sync.WaitGroup
 	left.Add(len(ks))
 	for _, k := range ks {
@@ -116,7 +116,7 @@ type kind struct {
 	setup func(ctrl.Manager, managedkind.Options) error
 }
 
-func kinds(r *target.Resolver, parts Parts, shards int) []kind {
+func kinds(r *target.Resolver, parts Parts, place shard.Placement) []kind {
 	var out []kind
 	if parts&Configs != 0 {
 		out = append(out, kind{
@@ -131,7 +131,7 @@ func kinds(r *target.Resolver, parts Parts, shards int) []kind {
 		for _, gvk := range ManagedKinds() {
 			out = append(out, kind{
 				gvks:  []schema.GroupVersionKind{gvk},
-				setup: func(m ctrl.Manager, _ managedkind.Options) error { return shard.SetupLabeler(m, gvk, shards) },
+				setup: func(m ctrl.Manager, _ managedkind.Options) error { return shard.SetupLabeler(m, gvk, place) },
 			})
 		}
 	}

@@ -171,7 +171,15 @@ type Provider struct {
 
 	setUp     chan struct{}
 	closeConn func() error
+	// rebuild, on a replica's share, takes a namespace its workload
+	// watches lack (sharding.watches).
+	rebuild chan string
 }
+
+// rebuildAfter is how long a share runs, reading from the API server what
+// its watches lack, before it is built again: a burst of resources pinned by
+// hand costs one rebuild, not one each.
+const rebuildAfter = 30 * time.Second
 
 // Scheme returns a scheme with the Kubernetes types, CustomResourceDefinitions
 // (which safe-start watches) and the provider's types.
@@ -218,7 +226,11 @@ func New(o Options) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := newManager(o, s, managerCfg)
+	sh, err := readSharding(o, s, managerCfg)
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := newManager(o, s, managerCfg, sh.filter())
 	if err != nil {
 		return nil, err
 	}
@@ -227,6 +239,9 @@ func New(o Options) (*Provider, error) {
 		return nil, err
 	}
 	p := &Provider{setUp: make(chan struct{}), closeConn: func() error { return nil }}
+	if sh.filter() != "" {
+		ko.Watches, p.rebuild = sh.watches, sh.rebuild
+	}
 	if o.ChangeLogSocket != "" {
 		clo, closeConn, err := managedkind.ChangeLogs(o.ChangeLogSocket, o.ChangeLogProvider)
 		if err != nil {
@@ -239,7 +254,7 @@ func New(o Options) (*Provider, error) {
 	r := target.NewResolver(mgr.GetClient(), mgr.GetAPIReader(), local, s,
 		target.WithProviderNamespace(o.Namespace))
 	p.Manager, p.Resolver = mgr, r
-	if err := p.setUpKinds(o.SafeStart, ko, which, o.Shards); err != nil {
+	if err := p.setUpKinds(o.SafeStart, ko, which, sh.placement()); err != nil {
 		_ = p.closeConn()
 		return nil, err
 	}
@@ -276,7 +291,10 @@ func clientConfigs(o Options, fc *flow.Control, reg prometheus.Registerer) (loca
 
 // newManager makes the controller manager, with its cache, endpoints and
 // leader election.
-func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config) (ctrl.Manager, error) {
+//
+// filter, when set, is the shardSelector of a replica's share's watches of
+// workloads (sharding.filter).
+func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config, filter string) (ctrl.Manager, error) {
 	share, err := o.share()
 	if err != nil {
 		return nil, err
@@ -296,6 +314,9 @@ func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config) (ctrl.Manager, 
 		return nil, err
 	}
 	maps.Copy(co.ByObject, sharded)
+	if filter != "" {
+		co.NewInformer = filterWorkloads(filter)
+	}
 	mo := ctrl.Options{
 		Scheme:                     s,
 		Cache:                      co,
@@ -370,9 +391,9 @@ func kindOptions(o Options, fc *flow.Control, reg prometheus.Registerer) (manage
 
 // setUpKinds adds every kind's controller to the manager: at once, or with
 // safe-start each once its CRDs are established.
-func (p *Provider) setUpKinds(safeStart bool, ko managedkind.Options, which clusterops.Parts, shards int) error {
+func (p *Provider) setUpKinds(safeStart bool, ko managedkind.Options, which clusterops.Parts, place shard.Placement) error {
 	if !safeStart {
-		if err := clusterops.Setup(p.Manager, ko, p.Resolver, which, shards); err != nil {
+		if err := clusterops.Setup(p.Manager, ko, p.Resolver, which, place); err != nil {
 			return err
 		}
 		close(p.setUp)
@@ -382,13 +403,37 @@ func (p *Provider) setUpKinds(safeStart bool, ko managedkind.Options, which clus
 	if err := customresourcesgate.Setup(p.Manager, ko.Options); err != nil {
 		return errors.Wrap(err, "cannot set up safe-start gate")
 	}
-	return clusterops.SetupGated(p.Manager, ko, p.Resolver, which, shards, func() { close(p.setUp) })
+	return clusterops.SetupGated(p.Manager, ko, p.Resolver, which, place, func() { close(p.setUp) })
 }
 
-// Start runs the provider until ctx ends.
+// Start runs the provider until ctx ends; a replica's share also ends when
+// one of its ConfigRollouts lies in a namespace its workload watches lack,
+// so that it is built again with it (at most once per rebuildAfter).
 func (p *Provider) Start(ctx context.Context) error {
 	defer p.closeConn() //nolint:errcheck // Nothing to do about it on the way out.
-	return errors.Wrap(p.Manager.Start(ctx), "cannot run controller manager")
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if p.rebuild != nil {
+		go func() {
+			select {
+			case ns := <-p.rebuild:
+				select {
+				case <-time.After(rebuildAfter):
+				case <-ctx.Done():
+				}
+				cancel(errors.Errorf("a ConfigRollout in namespace %s is outside the workloads the share watches", ns))
+			case <-ctx.Done():
+			}
+		}()
+	}
+	if err := p.Manager.Start(ctx); err != nil {
+		return errors.Wrap(err, "cannot run controller manager")
+	}
+	if parent.Err() != nil {
+		return nil
+	}
+	return context.Cause(ctx)
 }
 
 // SetUp is closed once every kind's controller has been added to the

@@ -3,11 +3,17 @@ package provider
 import (
 	"context"
 	"slices"
+	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -16,9 +22,127 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
+	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
 	"github.com/clusterops/provider-clusterops/internal/shard"
 )
+
+// sharding is what a sharded provider knows of where the fleet's managed
+// resources go, read when it is built.
+type sharding struct {
+	place shard.Placement
+	// owned are the shards of a replica's share; nil in its leading part.
+	owned []int
+	// outside are the namespaces of the share's ConfigRollouts that its
+	// shards' ranges do not hold: pinned to a shard by hand, or labelled
+	// before the fleet had ranges. Their workloads are watched too.
+	outside []string
+	// rebuild takes a namespace the share's watches lack; Provider.Start
+	// then stops, to be built again with it (watches).
+	rebuild chan string
+}
+
+// readSharding reads the fleet's placement (shard.Place) and, for a
+// replica's share, the namespaces of its ConfigRollouts outside its shards'
+// ranges; nil without sharding.
+func readSharding(o Options, s *kruntime.Scheme, cfg *rest.Config) (*sharding, error) {
+	if o.Shards <= 0 {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot make the client that reads the shards' placement")
+	}
+	place, err := shard.Place(ctx, cs, o.Namespace, LeaderElectionID, o.Shards)
+	if err != nil {
+		return nil, err
+	}
+	sh := &sharding{place: place, owned: o.owned, rebuild: make(chan string, 1)}
+	if o.owned == nil || place.Filter(o.owned, nil) == "" {
+		return sh, nil
+	}
+	share, err := o.share()
+	if err != nil {
+		return nil, err
+	}
+	c, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot make the client that lists the share's ConfigRollouts")
+	}
+	l := &metav1.PartialObjectMetadataList{}
+	l.SetGroupVersionKind(workloadv1alpha1.ConfigRolloutGroupVersionKind.GroupVersion().WithKind(workloadv1alpha1.ConfigRolloutKind + "List"))
+	err = c.List(ctx, l, client.MatchingLabelsSelector{Selector: share})
+	if meta.IsNoMatchError(err) {
+		return sh, nil // Not served yet (safe-start): none to place.
+	}
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot list the share's ConfigRollouts")
+	}
+	for _, cr := range l.Items {
+		if !place.Covers(o.owned, sh.outside, cr.Namespace) {
+			sh.outside = append(sh.outside, cr.Namespace)
+		}
+	}
+	return sh, nil
+}
+
+// placement is where the labeler puts managed resources; with no sharding
+// there is none to label.
+func (sh *sharding) placement() shard.Placement {
+	if sh == nil {
+		return shard.Placement{}
+	}
+	return sh.place
+}
+
+// filter is the shardSelector of a share's namespace-wide watches of
+// objects without a shard label; empty for none (a leading part, or an API
+// server without the feature gate).
+func (sh *sharding) filter() string {
+	if sh == nil || sh.owned == nil {
+		return ""
+	}
+	return sh.place.Filter(sh.owned, sh.outside)
+}
+
+// watches is managedkind.Options.Watches of a share: whether its filtered
+// watches hold a namespace; when not, it asks for the share to be built
+// again with it.
+func (sh *sharding) watches(namespace string) bool {
+	if sh.place.Covers(sh.owned, sh.outside, namespace) {
+		return true
+	}
+	select {
+	case sh.rebuild <- namespace:
+	default:
+	}
+	return false
+}
+
+// filterWorkloads has the manager's cache ask the API server for only the
+// workloads of the namespaces filter selects (a shardSelector), so that a
+// replica holds its share's workloads and not every one of the cluster.
+func filterWorkloads(filter string) func(toolscache.ListerWatcher, kruntime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+	return func(lw toolscache.ListerWatcher, obj kruntime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+		if configrollout.IsWorkloadMetadata(obj) {
+			lwc := toolscache.ToListerWatcherWithContext(lw)
+			lw = &toolscache.ListWatch{
+				ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
+					o.ShardSelector = filter
+					return lwc.ListWithContext(ctx, o)
+				},
+				WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+					o.ShardSelector = filter
+					return lwc.WatchWithContext(ctx, o)
+				},
+			}
+		}
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
+	}
+}
 
 // share selects the managed resources of the shards the replica acts on,
 // and what they made; nil unless it is a sharded replica's share.

@@ -51,15 +51,16 @@ func LabelerCacheOptions(gvks []schema.GroupVersionKind, shards int) (map[client
 }
 
 // SetupLabeler adds a controller that gives each managed resource of gvk
-// without a shard label the shard of its namespace (Of), at once when it is
-// created, so that the replica that owns that shard picks it up. A label that
-// names no shard, such as one set by hand, is left alone and reported.
-func SetupLabeler(mgr ctrl.Manager, gvk schema.GroupVersionKind, shards int) error {
+// without a shard label the shard of its namespace (Placement.Of), at once
+// when it is created, so that the replica that owns that shard picks it up.
+// A label that names no shard, such as one set by hand, is left alone and
+// reported.
+func SetupLabeler(mgr ctrl.Manager, gvk schema.GroupVersionKind, place Placement) error {
 	name := "shard-labeler/" + strings.ToLower(gvk.Kind)
 	r := &labeler{
 		client:   mgr.GetClient(),
 		gvk:      gvk,
-		shards:   shards,
+		place:    place,
 		recorder: mgr.GetEventRecorderFor(name), //nolint:staticcheck // Events as the other controllers record them, with the record API.
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
@@ -72,7 +73,7 @@ func SetupLabeler(mgr ctrl.Manager, gvk schema.GroupVersionKind, shards int) err
 type labeler struct {
 	client   client.Client
 	gvk      schema.GroupVersionKind
-	shards   int
+	place    Placement
 	recorder record.EventRecorder
 }
 
@@ -82,13 +83,13 @@ func (l *labeler) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if v, ok := m.GetLabels()[Label]; ok {
-		if _, valid := Parse(v, l.shards); !valid {
+		if _, valid := Parse(v, l.place.Shards); !valid {
 			l.recorder.Eventf(m, corev1.EventTypeWarning, ReasonUnknownShard,
-				"Label %s=%q names no shard: no replica acts on this resource; set it to 0-%d, or remove it to place the resource by its namespace", Label, v, l.shards-1)
+				"Label %s=%q names no shard: no replica acts on this resource; set it to 0-%d, or remove it to place the resource by its namespace", Label, v, l.place.Shards-1)
 		}
 		return reconcile.Result{}, nil
 	}
-	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, Label, Name(Of(m.GetNamespace(), l.shards)))
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, Label, Name(l.place.Of(m.GetNamespace())))
 	err := l.client.Patch(ctx, m, client.RawPatch(types.MergePatchType, []byte(patch)))
 	return reconcile.Result{}, errors.Wrap(client.IgnoreNotFound(err), "cannot label the managed resource with its shard")
 }

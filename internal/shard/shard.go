@@ -8,6 +8,9 @@
 // A resource's shard follows its namespace: what a resource acts on mostly
 // lives in its namespace, so one replica's watches of a namespace are not
 // repeated on every other. A label set by hand pins a resource to a shard.
+// Where the API server filters by shardSelector, namespaces are placed by
+// ranges of its own hash (Ranges), so that a replica's watches of objects
+// without the label ask for its namespaces alone (Placement).
 package shard
 
 import (

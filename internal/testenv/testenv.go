@@ -137,6 +137,10 @@ type Options struct {
 	// short, so that a test sees a client's watches fall so far behind
 	// that they must relist.
 	CompactionInterval time.Duration
+
+	// ShardedListAndWatch turns on the API server's alpha feature gate of
+	// that name: lists and watches filtered by shardSelector.
+	ShardedListAndWatch bool
 }
 
 // StartWith starts an API server with the CRDs o asks for.
@@ -174,6 +178,9 @@ func StartWith(o Options) (*Env, error) {
 	}
 	if o.CompactionInterval > 0 {
 		e.ControlPlane.GetAPIServer().Configure().Set("etcd-compaction-interval", o.CompactionInterval.String())
+	}
+	if o.ShardedListAndWatch {
+		e.ControlPlane.GetAPIServer().Configure().Append("feature-gates", "ShardedListAndWatch=true")
 	}
 	cfg, err := e.Start()
 	if err != nil {

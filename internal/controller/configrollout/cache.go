@@ -20,6 +20,22 @@ func CacheOptions() map[client.Object]cache.ByObject {
 	return out
 }
 
+// IsWorkloadMetadata is whether obj is the metadata of a workload kind, as
+// the manager's cache watches them (CacheOptions).
+func IsWorkloadMetadata(obj any) bool {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return false
+	}
+	gvk := m.GroupVersionKind()
+	for _, kind := range Kinds {
+		if gvk == GroupVersionKind(kind) {
+			return true
+		}
+	}
+	return false
+}
+
 // SlimWorkload keeps of a workload's metadata what ConfigRollout reads:
 // identity, version, generation, labels (selectors), the deletion mark and
 // the lock annotation. Every workload of the cluster is cached, and their

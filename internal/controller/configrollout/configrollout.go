@@ -118,11 +118,12 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		GroupVersionKind: resource.ManagedKind(v1alpha1.ConfigRolloutGroupVersionKind),
 		Object:           &v1alpha1.ConfigRollout{},
 		List:             &v1alpha1.ConfigRolloutList{},
-		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
+		NewClient: func(c *target.Cluster, rec event.Recorder, cr *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
 			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait, rollouts: mgr.GetCache()}
-			if c.Local {
+			if c.Local && (o.Watches == nil || o.Watches(cr.GetNamespace())) {
 				// The workloads' metadata watches feed the manager's cache on
-				// the provider's own cluster only.
+				// the provider's own cluster only, and on a sharded replica
+				// only for its shards' namespaces.
 				e.cache, e.readers = mgr.GetCache(), rd
 			}
 			return e

@@ -75,6 +75,13 @@ type Options struct {
 	// too, and events of those objects reach the queue only for owners in
 	// the cache. Nil without sharding.
 	Share labels.Selector
+	// Watches, when set, says whether the manager's namespace-wide watches
+	// of objects that carry no shard label (ConfigRollout's workloads) hold
+	// a namespace: a sharded replica's are filtered by the API server to its
+	// shards' namespaces. A kind reads what such a watch lacks from the API
+	// server, as on a remote cluster, and a false answer asks the replica
+	// to build its share again with the namespace in. Nil holds every one.
+	Watches func(namespace string) bool
 }
 
 // jittered returns the poll interval hook of a kind: hook's interval, which

@@ -1,0 +1,347 @@
+// Package sharded runs sharded replicas of the provider against an API server
+// with the ShardedListAndWatch feature gate on: each replica asks the API
+// server, by shardSelector, for the workloads of its shards' namespaces only.
+package sharded
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	apisharding "k8s.io/apiserver/pkg/sharding"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/provider"
+	"github.com/clusterops/provider-clusterops/internal/shard"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+var env *testenv.Env
+
+const (
+	shards     = 4
+	namespaces = 12
+	wait       = 90 * time.Second
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	ctrl.SetLogger(logr.Discard())
+	klog.SetLogger(logr.Discard())
+	e, err := testenv.StartWith(testenv.Options{ProviderCRDs: true, ShardedListAndWatch: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer e.Stop() //nolint:errcheck // Best effort at exit.
+	env = e
+	return m.Run()
+}
+
+// selectors records, per replica, the shardSelector of each list and watch
+// of Deployments' metadata its manager sent.
+type selectors struct {
+	mu  sync.Mutex
+	got map[string][]string
+}
+
+func (s *selectors) wrap(id string) func(http.RoundTripper) http.RoundTripper {
+	return func(next http.RoundTripper) http.RoundTripper {
+		return roundTrip(func(r *http.Request) (*http.Response, error) {
+			// ConfigRollout's watch asks for metadata; AppBundle's own
+			// cache of the Deployments it made asks for whole objects.
+			if r.Method == http.MethodGet && r.URL.Path == "/apis/apps/v1/deployments" && strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadata") {
+				s.mu.Lock()
+				s.got[id] = append(s.got[id], r.URL.Query().Get("shardSelector"))
+				s.mu.Unlock()
+			}
+			return next.RoundTrip(r)
+		})
+	}
+}
+
+// last is the selector of replica id's latest request.
+func (s *selectors) last(id string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.got[id]; len(l) > 0 {
+		return l[len(l)-1]
+	}
+	return ""
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func selects(t *testing.T, selector, namespace string) bool {
+	t.Helper()
+	if selector == "" {
+		return true
+	}
+	s, err := apisharding.Parse(selector)
+	if err != nil {
+		t.Fatalf("selector %q: %v", selector, err)
+	}
+	ok, err := s.Matches(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: namespace}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func deployment(ns, name string) *appsv1.Deployment {
+	labels := map[string]string{"app": "web"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}},
+				Spec: corev1.PodSpec{
+					Containers: []corev1.Container{{Name: "nginx", Image: "nginx"}},
+					Volumes: []corev1.Volume{{Name: "conf", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+						LocalObjectReference: corev1.LocalObjectReference{Name: "conf"}}}}},
+				},
+			},
+		},
+	}
+}
+
+// follows is whether ConfigRollout web in ns follows Deployment name.
+func follows(ctx context.Context, ns, name string) (bool, error) {
+	r := &workloadv1alpha1.ConfigRollout{}
+	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, r); err != nil {
+		return false, err
+	}
+	if r.GetCondition(xpv2.TypeReady).Status != corev1.ConditionTrue {
+		return false, nil
+	}
+	for _, w := range r.Status.AtProvider.Workloads {
+		if w.Kind == "Deployment" && w.Name == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// TestReplicasWatchTheirShareOfWorkloads: two replicas share 4 shards of 12
+// namespaces, placed by ranges of the API server's own namespace hash. Each
+// watches only the workloads of its shards' namespaces, by shardSelector;
+// together they watch every namespace, and a Deployment made later in any
+// namespace is followed by its ConfigRollout through that watch alone (the
+// poll is an hour). A ConfigRollout pinned by hand to the other replica's
+// shard is followed there: that replica builds its share again with the
+// namespace in its watch.
+func TestReplicasWatchTheirShareOfWorkloads(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := env.Client
+	for _, ns := range []string{testenv.ProviderNamespace} {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := testenv.ApplyFile(ctx, c, testenv.RepoRoot()+"/examples/providerconfig/clusterproviderconfig.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	// The tenants' namespaces exist before the replicas start: the first to
+	// start cuts the ranges where they are.
+	var nss []string
+	for i := range namespaces {
+		ns := fmt.Sprintf("tenant-%d", i)
+		nss = append(nss, ns)
+		for _, o := range []client.Object{
+			&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"a": "1"}},
+			deployment(ns, "web"),
+		} {
+			if err := c.Create(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	sel := &selectors{got: map[string][]string{}}
+	for _, id := range []string{"a", "b"} {
+		o := testenv.ProviderOptions(env.Config, time.Hour, 50)
+		o.Shards, o.Identity, o.SkipNameValidation = shards, id, true
+		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
+		o.MetricsRegistry = prometheus.NewRegistry()
+		o.WrapManager = sel.wrap(id)
+		p, err := provider.New(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			if err := p.Start(ctx); err != nil {
+				t.Errorf("replica %s: %v", id, err)
+			}
+		}()
+	}
+
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	place, err := shard.Place(ctx, cs, testenv.ProviderNamespace, provider.LeaderElectionID, shards)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !place.Served || place.Ranges == nil {
+		t.Fatalf("with the feature gate on, the fleet has no ranges: %+v", place)
+	}
+	count := make([]int, shards)
+	for _, ns := range nss {
+		count[place.Of(ns)]++
+	}
+	// The ranges are cut over every namespace, the system's too.
+	for i, n := range count {
+		if n < namespaces/shards-1 || n > namespaces/shards+1 {
+			t.Errorf("shard %d holds %d of the tenants' namespaces, want %d±1: %v", i, n, namespaces/shards, count)
+		}
+	}
+
+	// Both replicas hold two shards each and watch their namespaces'
+	// workloads, before any rollout exists.
+	testenv.Eventually(t, wait, "a and b to hold two shards each and watch their share", func(ctx context.Context) (bool, error) {
+		held := map[string]int{}
+		for i := range shards {
+			l, err := cs.CoordinationV1().Leases(testenv.ProviderNamespace).Get(ctx, fmt.Sprintf("%s-shard-%d", provider.LeaderElectionID, i), metav1.GetOptions{})
+			if err != nil {
+				return false, err
+			}
+			held[ptr.Deref(l.Spec.HolderIdentity, "")]++
+		}
+		if held["a"] != 2 || held["b"] != 2 {
+			return false, fmt.Errorf("shards held: %v", held)
+		}
+		sa, sb := sel.last("a"), sel.last("b")
+		if sa == "" || sb == "" {
+			return false, fmt.Errorf("selectors: a %q, b %q", sa, sb)
+		}
+		for _, ns := range nss {
+			if selects(t, sa, ns) == selects(t, sb, ns) {
+				return false, fmt.Errorf("namespace %s selected by both or neither: a %q, b %q", ns, sa, sb)
+			}
+		}
+		return true, nil
+	})
+
+	for _, ns := range nss {
+		cr := &workloadv1alpha1.ConfigRollout{
+			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
+			Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
+				ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},
+				Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+			}},
+		}
+		if err := c.Create(ctx, cr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range nss {
+		testenv.Eventually(t, wait, "ConfigRollout "+ns+"/web to follow web", func(ctx context.Context) (bool, error) {
+			return follows(ctx, ns, "web")
+		})
+		cr := &workloadv1alpha1.ConfigRollout{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "web"}, cr); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := cr.GetLabels()[shard.Label], shard.Name(place.Of(ns)); got != want {
+			t.Errorf("ConfigRollout %s/web is labelled shard %q, want %q: the range its namespace's hash lies in", ns, got, want)
+		}
+	}
+
+	// Each replica's watch selects the namespaces of its shards; the two
+	// together select every tenant's namespace once.
+	sa, sb := sel.last("a"), sel.last("b")
+	if sa == "" || sb == "" {
+		t.Fatalf("a replica watches Deployments without a shardSelector: a %q, b %q", sa, sb)
+	}
+	for _, ns := range nss {
+		if selects(t, sa, ns) == selects(t, sb, ns) {
+			t.Errorf("namespace %s: selected by a: %t, by b: %t; want exactly one", ns, selects(t, sa, ns), selects(t, sb, ns))
+		}
+	}
+	l, err := cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{ShardSelector: sa})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.ShardInfo == nil || l.ShardInfo.Selector != sa {
+		t.Errorf("the API server did not filter a's list by its selector: %+v", l.ShardInfo)
+	}
+	for _, d := range l.Items {
+		if !selects(t, sa, d.Namespace) {
+			t.Errorf("a's filtered list holds Deployment %s/%s", d.Namespace, d.Name)
+		}
+	}
+
+	// A Deployment made now is seen through the filtered watches alone.
+	for _, ns := range nss {
+		if err := c.Create(ctx, deployment(ns, "web-2")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ns := range nss {
+		testenv.Eventually(t, wait, "ConfigRollout "+ns+"/web to follow web-2", func(ctx context.Context) (bool, error) {
+			return follows(ctx, ns, "web-2")
+		})
+	}
+
+	// Pin a's first namespace's rollout to one of b's shards.
+	var pinned string
+	for _, ns := range nss {
+		if selects(t, sa, ns) {
+			pinned = ns
+			break
+		}
+	}
+	bShard := -1
+	for i := range shards {
+		for _, ns := range nss {
+			if place.Of(ns) == i && selects(t, sb, ns) {
+				bShard = i
+			}
+		}
+	}
+	if pinned == "" || bShard < 0 {
+		t.Fatalf("no namespace of a (%q) or shard of b (%d)", pinned, bShard)
+	}
+	cr := &workloadv1alpha1.ConfigRollout{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: pinned, Name: "web"}, cr); err != nil {
+		t.Fatal(err)
+	}
+	patch := client.MergeFrom(cr.DeepCopy())
+	cr.Labels[shard.Label] = shard.Name(bShard)
+	if err := c.Patch(ctx, cr, patch); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "b to watch the workloads of pinned namespace "+pinned, func(context.Context) (bool, error) {
+		return selects(t, sel.last("b"), pinned), nil
+	})
+	if err := c.Create(ctx, deployment(pinned, "web-3")); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "pinned ConfigRollout "+pinned+"/web to follow web-3", func(ctx context.Context) (bool, error) {
+		return follows(ctx, pinned, "web-3")
+	})
+}
