@@ -141,6 +141,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fleetreport:", err)
 		os.Exit(1)
 	}
+	if len(sharded) > 0 {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(*svg), shardedSVG), []byte(shardedChart(sharded)), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "fleetreport:", err)
+			os.Exit(1)
+		}
+	}
 }
 
 func read(dir string) ([]result, error) {

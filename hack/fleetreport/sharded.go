@@ -27,6 +27,7 @@ type replicaResult struct {
 	BaseHeap, Heap            float64
 	Goroutines, Watches       float64
 	Requests, Reconciles, CPU float64
+	LeaseRequests             float64
 	Killed                    bool
 }
 
@@ -39,6 +40,9 @@ const (
 	requestSlack    = 0.10
 	killGraceSecond = 10
 )
+
+// shardedSVG is the sharded tier's chart, next to the fleet chart.
+const shardedSVG = "fleet-sharded.svg"
 
 // readSharded reads the sharded results in dir (none: nil).
 func readSharded(dir string) ([]shardedResult, error) {
@@ -93,12 +97,14 @@ func shardedReport(rs []shardedResult) string {
 	b.WriteString("The API server runs on the same two cores, so total time shows no speed-up: the table shows what each replica holds and sends. ")
 	fmt.Fprintf(&b, "Targets: beyond its base, each of N replicas holds at most 1/N + %.0f%% of the heap growth one replica needs; all replicas together send within %.0f%% of one replica's requests; a killed replica's share converges within the lease duration + %d s.\n\n",
 		shareSlack*100, requestSlack*100, killGraceSecond)
-	b.WriteString("| kind | N | replicas | converge s | heap growth per replica, MiB (target) | watches per replica | requests (vs 1 replica) | CPU s per replica | kill → all Ready |\n|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("Requests count everything the replicas sent while the fleet converged, their Leases' renewals too; the column after shows those alone.\n\n")
+	b.WriteString("![each replica's heap growth and watches against one replica's](" + shardedSVG + ")\n\n")
+	b.WriteString("| kind | N | replicas | converge s | heap growth per replica, MiB (target) | watches per replica (target) | requests (vs 1 replica) | of them Leases | CPU s per replica | kill → all Ready |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
 		base, hasOne := one[r.Kind]
 		var heaps, watches, cpus []string
-		var requests float64
-		worst := 0.0
+		var requests, leases float64
+		worst, worstWatches := 0.0, 0.0
 		for _, x := range r.Replica {
 			if x.Killed {
 				heaps, watches, cpus = append(heaps, "killed"), append(watches, "–"), append(cpus, "–")
@@ -107,14 +113,16 @@ func shardedReport(rs []shardedResult) string {
 			heaps = append(heaps, fmt.Sprintf("%.1f", x.growth()/(1<<20)))
 			watches = append(watches, fmt.Sprintf("%.0f", x.Watches))
 			cpus = append(cpus, fmt.Sprintf("%.0f", x.CPU))
-			requests += x.Requests
-			worst = max(worst, x.growth())
+			requests, leases = requests+x.Requests, leases+x.LeaseRequests
+			worst, worstWatches = max(worst, x.growth()), max(worstWatches, x.Watches)
 		}
-		heap := strings.Join(heaps, " / ")
+		heap, watch := strings.Join(heaps, " / "), strings.Join(watches, " / ")
 		reqs := fmt.Sprintf("%.0f", requests)
 		if hasOne && len(base.Replica) == 1 {
 			bound := base.Replica[0].growth() * (1/float64(r.Replicas) + shareSlack)
 			heap += fmt.Sprintf(" (≤ %.1f%s)", bound/(1<<20), missed(worst > bound))
+			wbound := base.Replica[0].Watches * (1/float64(r.Replicas) + shareSlack)
+			watch += fmt.Sprintf(" (≤ %.0f%s)", wbound, missed(worstWatches > wbound))
 			ratio := requests / max(base.Replica[0].Requests, 1)
 			reqs += fmt.Sprintf(" (%.2f×%s)", ratio, missed(r.KillSeconds == 0 && ratio > 1+requestSlack))
 		}
@@ -122,7 +130,7 @@ func shardedReport(rs []shardedResult) string {
 		if r.KillSeconds > 0 {
 			kill = fmt.Sprintf("%.1f s (≤ %.0f s%s)", r.KillSeconds, r.LeaseSeconds+killGraceSecond, missed(r.KillSeconds > r.LeaseSeconds+killGraceSecond))
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %s | %s | %s | %s | %s |\n", r.Kind, r.N, r.Replicas, r.Seconds, heap, strings.Join(watches, " / "), reqs, strings.Join(cpus, " / "), kill)
+		fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %s | %s | %s | %.0f | %s | %s |\n", r.Kind, r.N, r.Replicas, r.Seconds, heap, watch, reqs, leases, strings.Join(cpus, " / "), kill)
 	}
 	return b.String()
 }
@@ -133,4 +141,58 @@ func missed(m bool) string {
 		return ", **missed**"
 	}
 	return ""
+}
+
+// shardedChart draws, per kind, the worst replica's heap growth and watches
+// as a share of one replica's, against the target 1/N + 10%, for 1, 2 and 4
+// replicas (the runs without a kill).
+func shardedChart(rs []shardedResult) string {
+	one := map[string]replicaResult{}
+	var kinds []string
+	for _, r := range rs {
+		if r.Replicas == 1 && r.KillSeconds == 0 && len(r.Replica) == 1 {
+			one[r.Kind] = r.Replica[0]
+			kinds = append(kinds, r.Kind)
+		}
+	}
+	const w, h, pad, bar = 300, 240, 45, 14
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="11">`+"\n", w*max(len(kinds), 1)+20, h+50)
+	b.WriteString(`<rect width="100%" height="100%" fill="white"/>` + "\n")
+	py := func(f float64) float64 { return float64(h) - f*float64(h-pad) }
+	for k, kind := range kinds {
+		x0 := 10 + k*w
+		fmt.Fprintf(&b, `<text x="%d" y="14" font-weight="bold">%s: worst replica / one replica</text>`+"\n", x0+pad, kind)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="black"/>`+"\n", x0+pad, h, x0+w-10, h)
+		for _, f := range []float64{0, 0.25, 0.5, 0.75, 1} {
+			fmt.Fprintf(&b, `<text x="%d" y="%.0f" text-anchor="end">%.2f</text><line x1="%d" y1="%.0f" x2="%d" y2="%.0f" stroke="#ddd"/>`+"\n", x0+pad-4, py(f)+4, f, x0+pad, py(f), x0+w-10, py(f))
+		}
+		slot := 0
+		for _, r := range rs {
+			if r.Kind != kind || r.KillSeconds > 0 {
+				continue
+			}
+			var heap, watches float64
+			for _, x := range r.Replica {
+				heap, watches = max(heap, x.growth()), max(watches, x.Watches)
+			}
+			heap /= max(one[kind].growth(), 1)
+			watches /= max(one[kind].Watches, 1)
+			cx := x0 + pad + 20 + slot*75
+			slot++
+			target := 1/float64(r.Replicas) + shareSlack
+			fmt.Fprintf(&b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="#1f77b4"/>`+"\n", cx, py(heap), bar, float64(h)-py(heap))
+			fmt.Fprintf(&b, `<rect x="%d" y="%.1f" width="%d" height="%.1f" fill="#ff7f0e"/>`+"\n", cx+bar+2, py(watches), bar, float64(h)-py(watches))
+			if r.Replicas > 1 {
+				fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#d62728" stroke-width="2"/>`+"\n", cx-4, py(target), cx+2*bar+6, py(target))
+			}
+			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">%d</text>`+"\n", cx+bar, h+14, r.Replicas)
+		}
+		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">replicas</text>`+"\n", x0+pad+(w-pad)/2, h+28)
+	}
+	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="#1f77b4"/><text x="%d" y="%d">heap growth</text>`, 10+pad, h+36, 25+pad, h+45)
+	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="10" height="10" fill="#ff7f0e"/><text x="%d" y="%d">watches</text>`, 110+pad, h+36, 125+pad, h+45)
+	fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#d62728" stroke-width="2"/><text x="%d" y="%d">target 1/N + 10%%</text>`+"\n", 190+pad, h+41, 205+pad, h+41, 210+pad, h+45)
+	b.WriteString("</svg>\n")
+	return b.String()
 }

@@ -8,10 +8,10 @@ import (
 func TestShardedReport(t *testing.T) {
 	const mib = 1 << 20
 	rs := []shardedResult{
-		{Kind: "copyrule", N: 10000, Replicas: 1, Seconds: 100, Replica: []replicaResult{{BaseHeap: 10 * mib, Heap: 110 * mib, Watches: 12, Requests: 30000, CPU: 60}}},
+		{Kind: "copyrule", N: 10000, Replicas: 1, Seconds: 100, Replica: []replicaResult{{BaseHeap: 10 * mib, Heap: 110 * mib, Watches: 12, Requests: 30000, LeaseRequests: 1000, CPU: 60}}},
 		{Kind: "copyrule", N: 10000, Replicas: 2, Seconds: 98, Replica: []replicaResult{
-			{BaseHeap: 10 * mib, Heap: 65 * mib, Watches: 12, Requests: 15500, CPU: 31},
-			{BaseHeap: 10 * mib, Heap: 75 * mib, Watches: 12, Requests: 15500, CPU: 33},
+			{BaseHeap: 10 * mib, Heap: 65 * mib, Watches: 6, Requests: 15500, LeaseRequests: 600, CPU: 31},
+			{BaseHeap: 10 * mib, Heap: 75 * mib, Watches: 8, Requests: 15500, LeaseRequests: 600, CPU: 33},
 		}},
 		{Kind: "copyrule", N: 10000, Replicas: 4, Seconds: 120, LeaseSeconds: 8, KillSeconds: 25, Replica: []replicaResult{
 			{Killed: true},
@@ -22,9 +22,10 @@ func TestShardedReport(t *testing.T) {
 	}
 	got := shardedReport(rs)
 	for _, want := range []string{
-		"| copyrule | 10000 | 1 | 100.0 | 100.0 (≤ 110.0) | 12 | 30000 (1.00×) | 60 | – |",
-		// 65 MiB is above 100 × (1/2 + 10%) = 60 MiB: missed; requests 1.03×: met.
-		"| copyrule | 10000 | 2 | 98.0 | 55.0 / 65.0 (≤ 60.0, **missed**) | 12 / 12 | 31000 (1.03×) | 31 / 33 | – |",
+		"| copyrule | 10000 | 1 | 100.0 | 100.0 (≤ 110.0) | 12 (≤ 13) | 30000 (1.00×) | 1000 | 60 | – |",
+		// 65 MiB is above 100 × (1/2 + 10%) = 60 MiB: missed; 8 watches
+		// above 12 × 0.6 = 7.2: missed; requests 1.03×: met.
+		"| copyrule | 10000 | 2 | 98.0 | 55.0 / 65.0 (≤ 60.0, **missed**) | 6 / 8 (≤ 7, **missed**) | 31000 (1.03×) | 1200 | 31 / 33 | – |",
 		// 25 s is beyond the 8 s lease + 10 s: missed.
 		"killed / 30.0 / 30.0 / 30.0 (≤ 35.0)",
 		"25.0 s (≤ 18 s, **missed**)",
@@ -32,6 +33,10 @@ func TestShardedReport(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)
 		}
+	}
+	svg := shardedChart(rs)
+	if !strings.HasPrefix(svg, "<svg") || strings.Count(svg, `fill="#1f77b4"/>`) != 3 {
+		t.Errorf("the chart lacks a heap bar for each run without a kill:\n%s", svg)
 	}
 	if shardedReport(nil) != "" {
 		t.Error("a report without sharded results has a section")

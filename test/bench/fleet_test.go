@@ -849,6 +849,18 @@ func (m fleetMetrics) work() float64 {
 	return t
 }
 
+// leases is what total sent to Leases: the replicas' membership and shard
+// renewals and their reads of each other's.
+func (m fleetMetrics) leases() float64 {
+	t := 0.0
+	for vr, v := range m.requests {
+		if _, res, _ := strings.Cut(vr, " "); res == "leases" {
+			t += v
+		}
+	}
+	return t
+}
+
 func (m fleetMetrics) writes() float64 {
 	t := 0.0
 	for vr, v := range m.requests {

@@ -54,9 +54,10 @@ type replicaResult struct {
 	BaseHeap, Heap            float64
 	Goroutines, Watches       float64
 	Requests, Reconciles, CPU float64
-	Killed                    bool `json:",omitempty"`
+	LeaseRequests             float64 // of Requests, those to Leases
+	Killed                    bool    `json:",omitempty"`
 
-	baseRequests, baseReconciles, baseCPU float64
+	baseRequests, baseLeases, baseReconciles, baseCPU float64
 	pid                                   int
 	p                                     *providerProcess
 }
@@ -108,6 +109,7 @@ func BenchmarkShardedFleet(b *testing.B) {
 			b.Fatal(err)
 		}
 		rs[i].BaseHeap, rs[i].baseRequests, rs[i].baseReconciles, rs[i].baseCPU = s.heap, s.total(), s.reconciles, cpuOfPid(rs[i].pid)
+		rs[i].baseLeases = s.leases()
 	}
 	watchers := func() float64 {
 		m, err := apiserverMetrics(ctx)
@@ -158,6 +160,7 @@ func BenchmarkShardedFleet(b *testing.B) {
 		}
 		x.Heap, x.Goroutines, x.Watches = s.heap, s.goroutines, s.watches
 		x.Requests, x.Reconciles = s.total()-x.baseRequests, s.reconciles-x.baseReconciles
+		x.LeaseRequests = s.leases() - x.baseLeases
 		x.CPU = cpuOfPid(x.pid) - x.baseCPU
 		held, err := x.p.shardMetric("clusterops_shard_acting")
 		if err != nil {
