@@ -58,8 +58,8 @@ type replicaResult struct {
 	Killed                    bool    `json:",omitempty"`
 
 	baseRequests, baseLeases, baseReconciles, baseCPU float64
-	pid                                   int
-	p                                     *providerProcess
+	pid                                               int
+	p                                                 *providerProcess
 }
 
 // BenchmarkShardedFleet runs FLEET_KIND × FLEET_N on FLEET_REPLICAS replicas
