@@ -19,6 +19,7 @@ type shardedResult struct {
 	Replica                   []replicaResult
 	APIServerWatchersDelta    float64
 	LeaseSeconds, KillSeconds float64
+	StoppedReady              int
 	Commit                    string
 }
 
@@ -87,8 +88,8 @@ func shardedReport(rs []shardedResult) string {
 	}
 	one := map[string]shardedResult{}
 	for _, r := range rs {
-		if r.Replicas == 1 && r.KillSeconds == 0 {
-			one[r.Kind] = r
+		if r.Replicas == 1 && r.KillSeconds == 0 && r.StoppedReady == 0 {
+			one[r.Kind+fmt.Sprint(r.N)] = r
 		}
 	}
 	var b strings.Builder
@@ -101,7 +102,7 @@ func shardedReport(rs []shardedResult) string {
 	b.WriteString("![each replica's heap growth and watches against one replica's](" + shardedSVG + ")\n\n")
 	b.WriteString("| kind | N | replicas | converge s | heap growth per replica, MiB (target) | watches per replica (target) | requests (vs 1 replica) | of them Leases | CPU s per replica | kill → all Ready |\n|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rs {
-		base, hasOne := one[r.Kind]
+		base, hasOne := one[r.Kind+fmt.Sprint(r.N)]
 		var heaps, watches, cpus []string
 		var requests, leases float64
 		worst, worstWatches := 0.0, 0.0
@@ -130,7 +131,11 @@ func shardedReport(rs []shardedResult) string {
 		if r.KillSeconds > 0 {
 			kill = fmt.Sprintf("%.1f s (≤ %.0f s%s)", r.KillSeconds, r.LeaseSeconds+killGraceSecond, missed(r.KillSeconds > r.LeaseSeconds+killGraceSecond))
 		}
-		fmt.Fprintf(&b, "| %s | %d | %d | %.1f | %s | %s | %s | %.0f | %s | %s |\n", r.Kind, r.N, r.Replicas, r.Seconds, heap, watch, reqs, leases, strings.Join(cpus, " / "), kill)
+		converge := fmt.Sprintf("%.1f", r.Seconds)
+		if r.StoppedReady > 0 {
+			converge = fmt.Sprintf("stopped at %.0f with %d Ready", r.Seconds, r.StoppedReady)
+		}
+		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %.0f | %s | %s |\n", r.Kind, r.N, r.Replicas, converge, heap, watch, reqs, leases, strings.Join(cpus, " / "), kill)
 	}
 	return b.String()
 }
@@ -149,9 +154,10 @@ func missed(m bool) string {
 func shardedChart(rs []shardedResult) string {
 	one := map[string]replicaResult{}
 	var kinds []string
+	size := map[string]int{}
 	for _, r := range rs {
-		if r.Replicas == 1 && r.KillSeconds == 0 && len(r.Replica) == 1 {
-			one[r.Kind] = r.Replica[0]
+		if r.Replicas == 1 && r.KillSeconds == 0 && r.StoppedReady == 0 && len(r.Replica) == 1 {
+			one[r.Kind], size[r.Kind] = r.Replica[0], r.N
 			kinds = append(kinds, r.Kind)
 		}
 	}
@@ -169,7 +175,7 @@ func shardedChart(rs []shardedResult) string {
 		}
 		slot := 0
 		for _, r := range rs {
-			if r.Kind != kind || r.KillSeconds > 0 {
+			if r.Kind != kind || r.N != size[kind] || r.KillSeconds > 0 {
 				continue
 			}
 			var heap, watches float64

@@ -19,6 +19,10 @@ func TestShardedReport(t *testing.T) {
 			{BaseHeap: 10 * mib, Heap: 40 * mib, Requests: 9000},
 			{BaseHeap: 10 * mib, Heap: 40 * mib, Requests: 9000},
 		}},
+		{Kind: "copyrule", N: 100000, Replicas: 2, Seconds: 1800, StoppedReady: 41000, Replica: []replicaResult{
+			{BaseHeap: 10 * mib, Heap: 500 * mib, Requests: 300000},
+			{BaseHeap: 10 * mib, Heap: 480 * mib, Requests: 290000},
+		}},
 	}
 	got := shardedReport(rs)
 	for _, want := range []string{
@@ -29,6 +33,8 @@ func TestShardedReport(t *testing.T) {
 		// 25 s is beyond the 8 s lease + 10 s: missed.
 		"killed / 30.0 / 30.0 / 30.0 (≤ 35.0)",
 		"25.0 s (≤ 18 s, **missed**)",
+		// A run stopped at its deadline is not judged against 10,000's.
+		"| copyrule | 100000 | 2 | stopped at 1800 with 41000 Ready | 490.0 / 470.0 | 0 / 0 | 590000 | 0 |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)

@@ -379,12 +379,24 @@ func awaitReady(ctx context.Context, ns string, want int, timeout time.Duration,
 	for count() < want {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d of %d managed resources Ready: %w", count(), want, ctx.Err())
+			return &notReady{ready: count(), want: want, err: ctx.Err()}
 		case <-t.C:
 		}
 	}
 	return nil
 }
+
+// notReady is awaitReady's error when its time ran out: how many were Ready.
+type notReady struct {
+	ready, want int
+	err         error
+}
+
+func (e *notReady) Error() string {
+	return fmt.Sprintf("%d of %d managed resources Ready: %v", e.ready, e.want, e.err)
+}
+
+func (e *notReady) Unwrap() error { return e.err }
 
 // readyObject is the part of a managed resource awaitReady reads: its
 // identity, version and conditions.
