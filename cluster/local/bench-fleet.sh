@@ -17,7 +17,10 @@
 # took 124 minutes in its last run (docs/fleet/took); each result's Phases say where the time goes.
 # FLEET_KINDS, FLEET_SIZES (and FLEET_SIZES_PODS for the two kinds with pods) and
 # FLEET_LAYOUTS narrow the run; FLEET_SHARDED adds the sharded tier's kinds (make
-# bench-sharded sets it, with no FLEET_KINDS); FLEET_REPORT_ONLY=1 only writes the report again.
+# bench-sharded sets it, with no FLEET_KINDS), FLEET_SHARDED_REPLICAS its replica counts;
+# FLEET_DEADLINE stops a sharded fleet that has not converged by then and records how far it got
+# (with FLEET_TIMEOUT, default 60m, the whole scenario's bound); FLEET_REPORT_ONLY=1 only writes
+# the report again.
 # FLEET_RESULTS writes the results elsewhere (a profiling run's: FLEET_PROFILE=<dir> saves the
 # API server's CPU profiles of the floor and the converge, the provider's of the converge and its
 # heap after; FLEET_PROFILE_SECONDS, default 60, and FLEET_PROFILE_FLOOR_SECONDS for the floor's).
@@ -72,7 +75,7 @@ if [[ -z "${FLEET_REPORT_ONLY:-}" ]]; then
       "$here/cluster-down.sh" >/dev/null 2>&1
       "$here/cluster-up.sh" >/dev/null
     fi
-    if ! (cd test/bench && env "$@" "$bench_test" -test.run '^$' -test.bench "^$bench\$" -test.benchtime 1x -test.count 1 -test.timeout 60m) >>"$out/fleet/raw.txt" 2>&1; then
+    if ! (cd test/bench && env "$@" "$bench_test" -test.run '^$' -test.bench "^$bench\$" -test.benchtime 1x -test.count 1 -test.timeout "${FLEET_TIMEOUT:-60m}") >>"$out/fleet/raw.txt" 2>&1; then
       echo "bench-fleet: $label FAILED; the end of its output:" >&2
       tail -20 "$out/fleet/raw.txt" >&2
       failed+=("$label")
@@ -102,13 +105,17 @@ if [[ -z "${FLEET_REPORT_ONLY:-}" ]]; then
   # shared by 1, 2 and 4 replicas, and by 4 with one SIGKILLed mid-converge; results in
   # docs/fleet/sharded/.
   n=$(echo "$sizes" | tr ' ' '\n' | sort -n | tail -1)
+  # FLEET_SHARDED_REPLICAS narrows the replica counts ("kill" is 4 with one killed).
   for kind in ${FLEET_SHARDED:-}; do
-    for r in 1 2 4; do
+    for r in ${FLEET_SHARDED_REPLICAS:-1 2 4 kill}; do
+      if [[ "$r" == kill ]]; then
+        scenario BenchmarkShardedFleet "$kind $n shared by 4, one killed" FLEET_KIND="$kind" FLEET_N="$n" FLEET_REPLICAS=4 FLEET_KILL=1
+        ran+=("$kind $n shared by 4, one killed")
+        continue
+      fi
       scenario BenchmarkShardedFleet "$kind $n shared by $r" FLEET_KIND="$kind" FLEET_N="$n" FLEET_REPLICAS="$r"
       ran+=("$kind $n shared by $r")
     done
-    scenario BenchmarkShardedFleet "$kind $n shared by 4, one killed" FLEET_KIND="$kind" FLEET_N="$n" FLEET_REPLICAS=4 FLEET_KILL=1
-    ran+=("$kind $n shared by 4, one killed")
   done
   took="$(date -u +%F) at $commit: $(IFS=,; echo "${ran[*]}" | sed 's/,/, /g') ($(( ($(date +%s) - started) / 60 )) min)"
   if [[ -z "${FLEET_KINDS+x}${FLEET_SIZES:-}${FLEET_SIZES_PODS:-}${FLEET_LAYOUTS:-}${FLEET_SHARDED:-}" ]]; then

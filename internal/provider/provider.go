@@ -37,6 +37,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"github.com/clusterops/provider-clusterops/apis"
+	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/apimetrics"
 	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
 	"github.com/clusterops/provider-clusterops/internal/controller/appbundle"
@@ -454,6 +455,12 @@ func cacheOptions(sync time.Duration, share labels.Selector) (cache.Options, err
 	}
 	ownedPods, ownedByBundle = shard.Within(ownedPods, share), shard.Within(ownedByBundle, share)
 	byObject := configrollout.CacheOptions()
+	if share != nil {
+		// A replica's share reads the usages of its own resources, which
+		// carry their shard (target's track); the configs' controllers, on
+		// the leading part, count every usage.
+		byObject[&v1alpha1.ProviderConfigUsage{}] = cache.ByObject{Label: share}
+	}
 	maps.Copy(byObject, map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                   {Label: ownedPods},
 		&corev1.PersistentVolumeClaim{}: {Label: ownedByBundle},

@@ -16,6 +16,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 )
 
 // withRef is a managed resource seen through another of the configs it
@@ -69,10 +70,20 @@ func refUsageName(mg resource.ModernManaged, role string) string {
 	return string(mg.GetUID()) + "-" + role
 }
 
-// trackRef is crossplane-runtime's ProviderConfigUsageTracker for a config
-// named outside spec.providerConfigRef: that tracker names its usage after
-// the managed resource's UID alone, which the main config's usage holds.
+// trackRef tracks a config named outside spec.providerConfigRef, in a usage
+// of its own: crossplane-runtime names the usage after the managed
+// resource's UID alone, which the main config's usage holds.
 func (r *Resolver) trackRef(ctx context.Context, mg resource.ModernManaged, ref xpv2.ProviderConfigReference, role string) error {
+	return r.track(ctx, mg, ref, refUsageName(mg, role))
+}
+
+// track records that mg uses config ref in the ProviderConfigUsage name, as
+// crossplane-runtime's tracker does (written only when the config it names
+// changes), and carries mg's shard label onto it: a sharded replica caches
+// the usages of its own shards, not the fleet's (provider's cacheOptions).
+// A usage that cache cannot see, made before sharding or while mg was in
+// another shard, is read from the API server and labelled again.
+func (r *Resolver) track(ctx context.Context, mg resource.ModernManaged, ref xpv2.ProviderConfigReference, name string) error {
 	gvk := mg.GetObjectKind().GroupVersionKind()
 	if gvk.Empty() {
 		var err error
@@ -81,18 +92,37 @@ func (r *Resolver) trackRef(ctx context.Context, mg resource.ModernManaged, ref 
 		}
 	}
 	u := &v1alpha1.ProviderConfigUsage{}
-	u.SetName(refUsageName(mg, role))
+	u.SetName(name)
 	u.SetNamespace(mg.GetNamespace())
-	u.SetLabels(map[string]string{xpv2.LabelKeyProviderName: ref.Name, xpv2.LabelKeyProviderKind: ref.Kind})
+	u.SetLabels(shard.Carry(map[string]string{xpv2.LabelKeyProviderName: ref.Name, xpv2.LabelKeyProviderKind: ref.Kind}, mg.GetLabels()))
 	u.SetOwnerReferences([]metav1.OwnerReference{meta.AsController(meta.TypedReferenceTo(mg, gvk))})
 	u.SetProviderConfigReference(xpv2.ProviderConfigReference{Name: ref.Name, Kind: ref.Kind})
 	u.SetResourceReference(xpv2.TypedReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: mg.GetName()})
-	err := resource.NewAPIUpdatingApplicator(r.kube).Apply(ctx, u,
-		resource.MustBeControllableBy(mg.GetUID()),
-		resource.AllowUpdateIf(func(current, _ runtime.Object) bool {
-			c, ok := current.(*v1alpha1.ProviderConfigUsage)
-			return ok && (c.GetProviderConfigReference() != u.GetProviderConfigReference() || c.GetLabels()[xpv2.LabelKeyProviderName] != ref.Name)
-		}),
-	)
+	controllable := resource.MustBeControllableBy(mg.GetUID())
+	stale := resource.AllowUpdateIf(func(current, _ runtime.Object) bool {
+		c, ok := current.(*v1alpha1.ProviderConfigUsage)
+		return ok && (c.GetProviderConfigReference() != u.GetProviderConfigReference() ||
+			c.GetLabels()[xpv2.LabelKeyProviderName] != ref.Name || c.GetLabels()[shard.Label] != u.GetLabels()[shard.Label])
+	})
+	err := resource.NewAPIUpdatingApplicator(r.kube).Apply(ctx, u, controllable, stale)
+	if kerrors.IsAlreadyExists(err) {
+		err = r.relabel(ctx, u, controllable, stale)
+	}
 	return errors.Wrap(resource.Ignore(resource.IsNotAllowed, err), "cannot track ProviderConfig usage")
+}
+
+// relabel updates usage u, which exists though the cache does not hold it,
+// from what the API server has.
+func (r *Resolver) relabel(ctx context.Context, u *v1alpha1.ProviderConfigUsage, checks ...resource.ApplyOption) error {
+	current := &v1alpha1.ProviderConfigUsage{}
+	if err := r.secrets.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, current); err != nil {
+		return errors.Wrap(err, "cannot get ProviderConfigUsage")
+	}
+	for _, check := range checks {
+		if err := check(ctx, current, u); err != nil {
+			return err
+		}
+	}
+	u.SetResourceVersion(current.GetResourceVersion())
+	return r.kube.Update(ctx, u)
 }

@@ -40,7 +40,6 @@ const LocalID = "local"
 type Resolver struct {
 	kube    client.Client // control plane; reads configs from the manager's cache
 	secrets client.Reader // reads kubeconfig Secrets uncached, so no Secret informer is started
-	usage   resource.ModernTracker
 	local   *rest.Config
 	scheme  *runtime.Scheme
 
@@ -129,7 +128,6 @@ func NewResolver(kube client.Client, secrets client.Reader, local *rest.Config, 
 	r := &Resolver{
 		kube:    kube,
 		secrets: secrets,
-		usage:   resource.NewProviderConfigUsageTracker(kube, &v1alpha1.ProviderConfigUsage{}),
 		local:   local,
 		scheme:  s,
 		recheck: defaultSecretRecheck,
@@ -164,8 +162,15 @@ func (r *Resolver) Resolve(ctx context.Context, mg resource.ModernManaged) (*Clu
 		}
 		mg.GetObjectKind().SetGroupVersionKind(gvk)
 	}
-	if err := r.usage.Track(ctx, mg); err != nil {
-		return nil, errors.Wrap(err, "cannot track ProviderConfig usage")
+	ref := mg.GetProviderConfigReference()
+	switch {
+	case ref == nil:
+		return nil, errors.New("managed resource does not reference a ProviderConfig")
+	case ref.Kind == "":
+		return nil, errors.New("managed resource ProviderConfig reference has no Kind")
+	}
+	if err := r.track(ctx, mg, *ref, string(mg.GetUID())); err != nil {
+		return nil, err
 	}
 	rc, err := r.config(ctx, mg)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -18,6 +19,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/reach"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 	. "github.com/clusterops/provider-clusterops/internal/target"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
@@ -362,5 +364,82 @@ func TestResolveRefTracksAndReleases(t *testing.T) {
 	// Nothing left to release is no error.
 	if err := r.ReleaseRef(ctx, m, "source"); err != nil {
 		t.Errorf("ReleaseRef(...) a second time: %v", err)
+	}
+}
+
+// shardCache is a client that sees ProviderConfigUsages as a sharded
+// replica's cache does: only those labelled with its shard. It counts the
+// writes that pass through it.
+type shardCache struct {
+	client.Client
+	shard  string
+	writes int
+}
+
+func (c *shardCache) Get(ctx context.Context, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+	if err := c.Client.Get(ctx, key, o, opts...); err != nil {
+		return err
+	}
+	if _, usage := o.(*v1alpha1.ProviderConfigUsage); usage && o.GetLabels()[shard.Label] != c.shard {
+		return kerrors.NewNotFound(v1alpha1.SchemeGroupVersion.WithResource("providerconfigusages").GroupResource(), key.Name)
+	}
+	return nil
+}
+
+func (c *shardCache) Create(ctx context.Context, o client.Object, opts ...client.CreateOption) error {
+	c.writes++
+	return c.Client.Create(ctx, o, opts...)
+}
+
+func (c *shardCache) Update(ctx context.Context, o client.Object, opts ...client.UpdateOption) error {
+	c.writes++
+	return c.Client.Update(ctx, o, opts...)
+}
+
+// TestUsageCarriesTheShard: a managed resource's usage carries its shard
+// label, so that a sharded replica's cache of usages holds its share's; once
+// the resource moves to another shard, the replica that now acts on it,
+// whose cache cannot see the usage, labels it again; and a usage that is
+// current is not written.
+func TestUsageCarriesTheShard(t *testing.T) {
+	ctx := context.Background()
+	ns := control.Namespace(t, "apps", nil)
+	ref := xpv2.ProviderConfigReference{Kind: "ClusterProviderConfig", Name: "local-" + ns}
+	create(t, control.Client, &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: ref.Name},
+		Spec: v1alpha1.ClusterProviderConfigSpec{Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity}}})
+	m := mr(ns, &ref)
+	m.SetLabels(map[string]string{shard.Label: "3"})
+	create(t, control.Client, m)
+	labelled := func() string {
+		t.Helper()
+		u := &v1alpha1.ProviderConfigUsage{}
+		if err := control.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: string(m.GetUID())}, u); err != nil {
+			t.Fatal(err)
+		}
+		return u.GetLabels()[shard.Label]
+	}
+	resolve := func(c *shardCache) {
+		t.Helper()
+		r := NewResolver(c, control.Client, control.Config, control.Scheme, WithProviderNamespace(testenv.ProviderNamespace))
+		if _, err := r.Resolve(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	three := &shardCache{Client: control.Client, shard: "3"}
+	resolve(three)
+	if got := labelled(); got != "3" {
+		t.Errorf("the usage is labelled shard %q, want the resource's 3", got)
+	}
+	m.Labels[shard.Label] = "5"
+	five := &shardCache{Client: control.Client, shard: "5"}
+	resolve(five)
+	if got := labelled(); got != "5" {
+		t.Errorf("once the resource moved to shard 5, the usage is labelled %q", got)
+	}
+	writes := five.writes
+	resolve(five)
+	if five.writes != writes {
+		t.Errorf("a current usage was written %d times", five.writes-writes)
 	}
 }
