@@ -10,19 +10,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/selection"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/transport"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -37,12 +32,8 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"github.com/clusterops/provider-clusterops/apis"
-	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/apimetrics"
 	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
-	"github.com/clusterops/provider-clusterops/internal/controller/appbundle"
-	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
-	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/flow"
 	"github.com/clusterops/provider-clusterops/internal/shard"
@@ -175,6 +166,10 @@ type Provider struct {
 	// rebuild, on a replica's share, takes a namespace its workload
 	// watches lack (sharding.watches).
 	rebuild chan string
+	// share, on a sharded replica's leading part, runs the replica's share
+	// of the fleet; o builds the leading part again (lead).
+	share *replica
+	o     Options
 }
 
 // rebuildAfter is how long a share runs, reading from the API server what
@@ -260,10 +255,7 @@ func New(o Options) (*Provider, error) {
 		return nil, err
 	}
 	if which&clusterops.ShardLabels != 0 {
-		if err := mgr.Add(&replica{o: o}); err != nil {
-			_ = p.closeConn()
-			return nil, errors.Wrap(err, "cannot add the replica's share of the fleet")
-		}
+		p.share, p.o = &replica{o: o}, o
 	}
 	return p, nil
 }
@@ -407,10 +399,20 @@ func (p *Provider) setUpKinds(safeStart bool, ko managedkind.Options, which clus
 	return clusterops.SetupGated(p.Manager, ko, p.Resolver, which, place, func() { close(p.setUp) })
 }
 
-// Start runs the provider until ctx ends; a replica's share also ends when
-// one of its ConfigRollouts lies in a namespace its workload watches lack,
-// so that it is built again with it (at most once per rebuildAfter).
+// Start runs the provider until ctx ends. A sharded replica runs its share
+// of the fleet beside its leading part (lead).
 func (p *Provider) Start(ctx context.Context) error {
+	if p.share != nil {
+		return p.lead(ctx)
+	}
+	return p.run(ctx)
+}
+
+// run runs the provider's manager until ctx ends; a replica's share also
+// ends when one of its ConfigRollouts lies in a namespace its workload
+// watches lack, so that it is built again with it (at most once per
+// rebuildAfter).
+func (p *Provider) run(ctx context.Context) error {
 	defer p.closeConn() //nolint:errcheck // Nothing to do about it on the way out.
 	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -441,61 +443,6 @@ func (p *Provider) Start(ctx context.Context) error {
 // manager: at once without safe-start, once the kinds' CRDs are established
 // with it. A controller added to a running manager starts at once.
 func (p *Provider) SetUp() <-chan struct{} { return p.setUp }
-
-// cacheOptions scope the manager's cache to what the provider acts on; on a
-// sharded replica (share), to what its shards' managed resources made.
-func cacheOptions(sync time.Duration, share labels.Selector) (cache.Options, error) {
-	ownedPods, err := ownedBy(immortalcontainer.LabelOwner)
-	if err != nil {
-		return cache.Options{}, err
-	}
-	ownedByBundle, err := ownedBy(appbundle.LabelOwner)
-	if err != nil {
-		return cache.Options{}, err
-	}
-	ownedPods, ownedByBundle = shard.Within(ownedPods, share), shard.Within(ownedByBundle, share)
-	byObject := configrollout.CacheOptions()
-	if share != nil {
-		// A replica's share reads the usages of its own resources, which
-		// carry their shard (target's track); the configs' controllers, on
-		// the leading part, count every usage.
-		byObject[&v1alpha1.ProviderConfigUsage{}] = cache.ByObject{Label: share}
-	}
-	maps.Copy(byObject, map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                   {Label: ownedPods},
-		&corev1.PersistentVolumeClaim{}: {Label: ownedByBundle},
-		&corev1.Service{}:               {Label: ownedByBundle},
-		// Safe-start reads only a CRD's names, versions and conditions;
-		// the schemas are most of its size.
-		&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
-	})
-	return cache.Options{
-		SyncPeriod:       positive(sync),
-		DefaultTransform: cache.TransformStripManagedFields(),
-		// Only objects the provider made are cached and watched, not every pod,
-		// claim or Service in the cluster; workloads are watched as metadata
-		// only (ConfigRollout), and kept as ConfigRollout reads them
-		// (configrollout.SlimWorkload). ConfigMaps and Secrets are never cached here:
-		// kinds watch the ones they reference through internal/watchset.
-		// Kinds read what they act on from the API server, so objects outside
-		// the cache are seen. AppBundles watch their Deployments, claims and
-		// Services in a label-scoped cache of their own (appbundle.CacheOptions),
-		// as Deployments may not be scoped here: these options are keyed by
-		// kind, and a label scope for Deployments would hide unlabelled ones
-		// from ConfigRollout's metadata watch. The claim and Service entries
-		// keep any read of those through the manager's client scoped.
-		ByObject: byObject,
-	}, nil
-}
-
-// ownedBy selects objects that carry the label key.
-func ownedBy(key string) (labels.Selector, error) {
-	r, err := labels.NewRequirement(key, selection.Exists, nil)
-	if err != nil {
-		return nil, errors.Wrapf(err, "cannot select objects labelled %s", key)
-	}
-	return labels.NewSelector().Add(*r), nil
-}
 
 func positive(d time.Duration) *time.Duration {
 	if d <= 0 {

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -213,9 +214,6 @@ type replica struct {
 	o Options
 }
 
-// NeedLeaderElection is false: every replica acts on its share.
-func (r *replica) NeedLeaderElection() bool { return false }
-
 // Start shares the fleet until ctx ends.
 func (r *replica) Start(ctx context.Context) error {
 	o := r.o
@@ -260,4 +258,35 @@ func positiveOr[T ~int64](v, d T) T {
 		return v
 	}
 	return d
+}
+
+// lead runs a sharded replica until ctx ends: its share of the fleet, and
+// its leading part, which campaigns for the lead and runs the singletons
+// (the configs' controllers, the labeler) while it holds it. A leading part
+// that could not renew the Lease in time, as when the API server is slow to
+// answer, stops its singletons as it must; the replica then builds it again
+// to campaign anew, and keeps acting on its share meanwhile, rather than
+// exit and hand its shards over.
+func (p *Provider) lead(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	shared := make(chan error, 1)
+	go func() { shared <- p.share.Start(ctx) }()
+	leading := p
+	for {
+		err := leading.run(ctx)
+		if ctx.Err() == nil && err != nil && strings.Contains(err.Error(), "leader election lost") {
+			if p.o.Logger != nil {
+				p.o.Logger.Info("Lost the lead; campaigning again, acting on the replica's share meanwhile", "error", err)
+			}
+			if leading, err = New(p.o); err == nil {
+				continue
+			}
+		}
+		cancel()
+		if serr := <-shared; err == nil {
+			err = serr
+		}
+		return err
+	}
 }

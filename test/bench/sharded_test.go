@@ -60,8 +60,12 @@ type replicaResult struct {
 	Goroutines, Watches       float64
 	Requests, Reconciles, CPU float64
 	LeaseRequests             float64 // of Requests, those to Leases
-	Killed                    bool    `json:",omitempty"`
+	// RequestsBy are Requests by "verb resource", to say where a
+	// difference between replica counts comes from.
+	RequestsBy map[string]float64 `json:",omitempty"`
+	Killed     bool               `json:",omitempty"`
 
+	baseBy                                            map[string]float64
 	baseRequests, baseLeases, baseReconciles, baseCPU float64
 	pid                                               int
 	p                                                 *providerProcess
@@ -114,7 +118,7 @@ func BenchmarkShardedFleet(b *testing.B) {
 			b.Fatal(err)
 		}
 		rs[i].BaseHeap, rs[i].baseRequests, rs[i].baseReconciles, rs[i].baseCPU = s.heap, s.total(), s.reconciles, cpuOfPid(rs[i].pid)
-		rs[i].baseLeases = s.leases()
+		rs[i].baseLeases, rs[i].baseBy = s.leases(), s.requests
 	}
 	watchers := func() float64 {
 		m, err := apiserverMetrics(ctx)
@@ -179,6 +183,12 @@ func BenchmarkShardedFleet(b *testing.B) {
 		x.Heap, x.Goroutines, x.Watches = s.heap, s.goroutines, s.watches
 		x.Requests, x.Reconciles = s.total()-x.baseRequests, s.reconciles-x.baseReconciles
 		x.LeaseRequests = s.leases() - x.baseLeases
+		x.RequestsBy = map[string]float64{}
+		for k, v := range s.requests {
+			if d := v - x.baseBy[k]; d > 0 {
+				x.RequestsBy[k] = d
+			}
+		}
 		x.CPU = cpuOfPid(x.pid) - x.baseCPU
 		held, err := x.p.shardMetric("clusterops_shard_acting")
 		if err != nil {

@@ -345,3 +345,91 @@ func TestReplicasWatchTheirShareOfWorkloads(t *testing.T) {
 		return follows(ctx, pinned, "web-3")
 	})
 }
+
+// acting is how many shards the replica whose metrics reg holds acts on.
+func acting(reg *prometheus.Registry) float64 {
+	mfs, err := reg.Gather()
+	if err != nil {
+		return -1
+	}
+	n := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() == "clusterops_shard_acting" {
+			for _, m := range mf.GetMetric() {
+				n += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return n
+}
+
+// TestReplicaKeepsItsShareWhenItLosesTheLead: a replica that cannot renew
+// the leading Lease (here another holder took it) stops its singletons and
+// campaigns again, and acts on its shards all the while: it neither exits
+// nor hands them over.
+func TestReplicaKeepsItsShareWhenItLosesTheLead(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c := env.Client
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testenv.ProviderNamespace}}); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	o := testenv.ProviderOptions(env.Config, time.Hour, 50)
+	o.Shards, o.Identity, o.SkipNameValidation = shards, "solo", true
+	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
+	reg := prometheus.NewRegistry()
+	o.MetricsRegistry = reg
+	p, err := provider.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- p.Start(ctx) }()
+
+	cs := kubernetes.NewForConfigOrDie(env.Config)
+	leases := cs.CoordinationV1().Leases(testenv.ProviderNamespace)
+	leader := func(ctx context.Context) (string, error) {
+		l, err := leases.Get(ctx, provider.LeaderElectionID, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return ptr.Deref(l.Spec.HolderIdentity, ""), nil
+	}
+	// The only replica leads: the Lease names its leading part (controller-
+	// runtime's identity, not the replica's).
+	testenv.Eventually(t, wait, "solo to lead and act on every shard", func(ctx context.Context) (bool, error) {
+		id, err := leader(ctx)
+		return id != "" && acting(reg) == shards, err
+	})
+
+	// Another holder takes the leading Lease: solo cannot renew it.
+	l, err := leases.Get(ctx, provider.LeaderElectionID, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Spec.HolderIdentity = ptr.To("thief")
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		if n := acting(reg); n != shards {
+			t.Fatalf("solo acts on %v shards after it lost the lead, want all %d", n, shards)
+		}
+		select {
+		case err := <-stopped:
+			t.Fatalf("solo stopped when it lost the lead: %v", err)
+		default:
+		}
+		holder, err := leader(ctx)
+		if err == nil && holder != "thief" && holder != "" {
+			t.Logf("solo leads again as %s", holder)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("solo did not lead again within %s: the Lease is %q's", wait, holder)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

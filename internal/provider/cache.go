@@ -1,0 +1,77 @@
+package provider
+
+import (
+	"maps"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
+
+	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/controller/appbundle"
+	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
+	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
+	"github.com/clusterops/provider-clusterops/internal/shard"
+)
+
+// cacheOptions scope the manager's cache to what the provider acts on; on a
+// sharded replica (share), to what its shards' managed resources made.
+func cacheOptions(sync time.Duration, share labels.Selector) (cache.Options, error) {
+	ownedPods, err := ownedBy(immortalcontainer.LabelOwner)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	ownedByBundle, err := ownedBy(appbundle.LabelOwner)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	ownedPods, ownedByBundle = shard.Within(ownedPods, share), shard.Within(ownedByBundle, share)
+	byObject := configrollout.CacheOptions()
+	if share != nil {
+		// A replica's share reads the usages of its own resources, which
+		// carry their shard (target's track); the configs' controllers, on
+		// the leading part, count every usage.
+		byObject[&v1alpha1.ProviderConfigUsage{}] = cache.ByObject{Label: share}
+	}
+	maps.Copy(byObject, map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   {Label: ownedPods},
+		&corev1.PersistentVolumeClaim{}: {Label: ownedByBundle},
+		&corev1.Service{}:               {Label: ownedByBundle},
+		// Safe-start reads only a CRD's names, versions and conditions;
+		// the schemas are most of its size.
+		&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
+	})
+	return cache.Options{
+		SyncPeriod:       positive(sync),
+		DefaultTransform: cache.TransformStripManagedFields(),
+		// Only objects the provider made are cached and watched, not every pod,
+		// claim or Service in the cluster; workloads are watched as metadata
+		// only (ConfigRollout), and kept as ConfigRollout reads them
+		// (configrollout.SlimWorkload). ConfigMaps and Secrets are never cached here:
+		// kinds watch the ones they reference through internal/watchset.
+		// Kinds read what they act on from the API server, so objects outside
+		// the cache are seen. AppBundles watch their Deployments, claims and
+		// Services in a label-scoped cache of their own (appbundle.CacheOptions),
+		// as Deployments may not be scoped here: these options are keyed by
+		// kind, and a label scope for Deployments would hide unlabelled ones
+		// from ConfigRollout's metadata watch. The claim and Service entries
+		// keep any read of those through the manager's client scoped.
+		ByObject: byObject,
+	}, nil
+}
+
+// ownedBy selects objects that carry the label key.
+func ownedBy(key string) (labels.Selector, error) {
+	r, err := labels.NewRequirement(key, selection.Exists, nil)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot select objects labelled %s", key)
+	}
+	return labels.NewSelector().Add(*r), nil
+}
