@@ -273,13 +273,16 @@ func (p *Provider) lead(ctx context.Context) error {
 	shared := make(chan error, 1)
 	go func() { shared <- p.share.Start(ctx) }()
 	leading := p
+	// The leading part built again names its controllers as the first did.
+	again := p.o
+	again.SkipNameValidation = true
 	for {
 		err := leading.run(ctx)
 		if ctx.Err() == nil && err != nil && strings.Contains(err.Error(), "leader election lost") {
 			if p.o.Logger != nil {
 				p.o.Logger.Info("Lost the lead; campaigning again, acting on the replica's share meanwhile", "error", err)
 			}
-			if leading, err = New(p.o); err == nil {
+			if leading, err = New(again); err == nil {
 				continue
 			}
 		}
