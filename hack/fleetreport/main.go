@@ -129,7 +129,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fleetreport:", err)
 		os.Exit(1)
 	}
-	text := report(rs, strings.TrimSpace(string(took)), fanout, filepath.Base(*svg), why) + shardedReport(sharded)
+	text := report(rs, strings.TrimSpace(string(took)), fanout, filepath.Base(*svg), why) + shardedReport(sharded, why)
 	if f, err := os.ReadFile(*findings); err == nil {
 		text += "\n" + string(f)
 	}
@@ -197,7 +197,8 @@ func check(ok bool) string {
 }
 
 // targets are the keys of the targets' rows, as why.txt names them.
-var targets = []string{"converge", "reconciles", "during", "heap", "goroutines", "watches", "restart-writes", "restart-idle", "growth", "tier"}
+var targets = []string{"converge", "reconciles", "during", "heap", "goroutines", "watches", "restart-writes", "restart-idle", "growth", "tier",
+	"sharded-heap", "sharded-watches", "sharded-requests", "sharded-kill"}
 
 // readWhy reads the hand-written reasons for the targets missed: a line
 // "<target>: <why>" each, target one of targets (a misspelt one would

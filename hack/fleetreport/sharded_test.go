@@ -13,7 +13,7 @@ func TestShardedReport(t *testing.T) {
 			{BaseHeap: 10 * mib, Heap: 65 * mib, Watches: 6, Requests: 15500, LeaseRequests: 600, CPU: 31},
 			{BaseHeap: 10 * mib, Heap: 75 * mib, Watches: 8, Requests: 15500, LeaseRequests: 600, CPU: 33},
 		}},
-		{Kind: "copyrule", N: 10000, Replicas: 4, Seconds: 120, LeaseSeconds: 8, KillSeconds: 25, Replica: []replicaResult{
+		{Kind: "copyrule", N: 10000, Replicas: 4, Seconds: 120, LeaseSeconds: 8, KillSeconds: 25, TakeoverSeconds: 19, Replica: []replicaResult{
 			{Killed: true},
 			{BaseHeap: 10 * mib, Heap: 40 * mib, Requests: 9000},
 			{BaseHeap: 10 * mib, Heap: 40 * mib, Requests: 9000},
@@ -24,15 +24,16 @@ func TestShardedReport(t *testing.T) {
 			{BaseHeap: 10 * mib, Heap: 480 * mib, Requests: 290000},
 		}},
 	}
-	got := shardedReport(rs)
+	got := shardedReport(rs, map[string]string{"sharded-heap": "the leader's singletons", "sharded-requests": "never shown: met"})
 	for _, want := range []string{
 		"| copyrule | 10000 | 1 | 100.0 | 100.0 (≤ 110.0) | 12 (≤ 13) | 30000 (1.00×) | 1000 | 60 | – |",
 		// 65 MiB is above 100 × (1/2 + 10%) = 60 MiB: missed; 8 watches
 		// above 12 × 0.6 = 7.2: missed; requests 1.03×: met.
 		"| copyrule | 10000 | 2 | 98.0 | 55.0 / 65.0 (≤ 60.0, **missed**) | 6 / 8 (≤ 7, **missed**) | 31000 (1.03×) | 1200 | 31 / 33 | – |",
-		// 25 s is beyond the 8 s lease + 10 s: missed.
-		"killed / 30.0 / 30.0 / 30.0 (≤ 35.0)",
-		"25.0 s (≤ 18 s, **missed**)",
+		// 19 s is beyond the 8 s lease + 10 s: missed.
+		// Three survivors: 100 × (1/3 + 10%) = 43.3 MiB.
+		"killed / 30.0 / 30.0 / 30.0 (≤ 43.3)",
+		"shares taken over in 19.0 s (≤ 18 s, **missed**); all Ready after 25.0 s",
 		// A run stopped at its deadline is not judged against 10,000's.
 		"| copyrule | 100000 | 2 | stopped at 1800 with 41000 Ready | 490.0 / 470.0 | 0 / 0 | 590000 | 0 |",
 	} {
@@ -44,7 +45,10 @@ func TestShardedReport(t *testing.T) {
 	if !strings.HasPrefix(svg, "<svg") || strings.Count(svg, `fill="#1f77b4"/>`) != 3 {
 		t.Errorf("the chart lacks a heap bar for each run without a kill:\n%s", svg)
 	}
-	if shardedReport(nil) != "" {
+	if !strings.Contains(got, "- **heap**: the leader's singletons") || strings.Contains(got, "never shown") {
+		t.Errorf("the report does not give the reason of exactly the targets missed:\n%s", got)
+	}
+	if shardedReport(nil, nil) != "" {
 		t.Error("a report without sharded results has a section")
 	}
 }

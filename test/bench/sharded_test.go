@@ -44,6 +44,9 @@ type shardedResult struct {
 	Replica                   []replicaResult
 	APIServerWatchersDelta    float64
 	LeaseSeconds, KillSeconds float64 `json:",omitempty"` // FLEET_KILL: kill → all Ready
+	// TakeoverSeconds, with FLEET_KILL: kill → the survivors act on every
+	// shard, the killed replica's share included.
+	TakeoverSeconds float64 `json:",omitempty"`
 	// StoppedReady, with FLEET_DEADLINE, is how many were Ready when the
 	// deadline stopped a fleet this machine could not converge in time;
 	// Seconds is then the deadline.
@@ -151,6 +154,23 @@ func BenchmarkShardedFleet(b *testing.B) {
 		rs[0].p.Kill()
 		rs[0].Killed = true
 		killed := time.Now()
+		// The killed replica's shards are taken over once the survivors act
+		// on every shard again.
+		err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
+			acting := 0.0
+			for _, x := range rs[1:] {
+				v, err := x.p.shardMetric("clusterops_shard_acting")
+				if err != nil {
+					return false, nil //nolint:nilerr // Busy; try again.
+				}
+				acting += v
+			}
+			return acting == float64(shards), nil
+		})
+		if err != nil {
+			b.Fatalf("the survivors did not take the killed replica's shards over: %v", err)
+		}
+		r.TakeoverSeconds = time.Since(killed).Seconds()
 		if err := <-converged; err != nil {
 			b.Fatal(err)
 		}
