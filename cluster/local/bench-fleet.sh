@@ -117,7 +117,7 @@ if [[ -z "${FLEET_REPORT_ONLY:-}" ]]; then
       ran+=("$kind $n shared by $r")
     done
   done
-  took="$(date -u +%F) at $commit: $(IFS=,; echo "${ran[*]}" | sed 's/,/, /g') ($(( ($(date +%s) - started) / 60 )) min)"
+  took="$(date -u +%F) at $commit: $(IFS=,; echo "${ran[*]}" | sed 's/,\([^ ]\)/, \1/g') ($(( ($(date +%s) - started) / 60 )) min)"
   if [[ -z "${FLEET_KINDS+x}${FLEET_SIZES:-}${FLEET_SIZES_PODS:-}${FLEET_LAYOUTS:-}${FLEET_SHARDED:-}" ]]; then
     printf 'every scenario %s' "$took" >"$results/took"
   else
