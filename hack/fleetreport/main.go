@@ -196,36 +196,6 @@ func check(ok bool) string {
 	return "✘"
 }
 
-// targets are the keys of the targets' rows, as why.txt names them.
-var targets = []string{"converge", "reconciles", "during", "heap", "goroutines", "watches", "restart-writes", "restart-idle", "growth", "tier",
-	"sharded-heap", "sharded-watches", "sharded-requests", "sharded-kill"}
-
-// readWhy reads the hand-written reasons for the targets missed: a line
-// "<target>: <why>" each, target one of targets (a misspelt one would
-// never show), blank lines and lines starting with # skipped.
-func readWhy(path string) (map[string]string, error) {
-	raw, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
-		return map[string]string{}, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	why := map[string]string{}
-	for i, line := range strings.Split(string(raw), "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		k, v, ok := strings.Cut(line, ": ")
-		if !ok || !slices.Contains(targets, k) {
-			return nil, fmt.Errorf("%s:%d: not \"<target>: <why>\" with a target of %v", path, i+1, targets)
-		}
-		why[k] = v
-	}
-	return why, nil
-}
-
 // tierMinutes is the tier's time as its results tell it: the sum of the
 // scenarios' wall times, each scenario without one counted by its timed
 // phases, floor, converge and restart, which are less than its wall time.
