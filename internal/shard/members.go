@@ -56,8 +56,12 @@ func Identity(host, suffix string) string {
 	return strings.Trim(id, "-")
 }
 
-// leaseName is the membership Lease of the replica identity.
-func (m *members) leaseName() string { return m.name + "-replica-" + m.identity }
+// leaseName is the membership Lease of the replica.
+func (m *members) leaseName() string { return replicaLease(m.name, m.identity) }
+
+// replicaLease is the membership Lease of the replica identity of the
+// provider name.
+func replicaLease(name, identity string) string { return name + "-replica-" + identity }
 
 // renew creates or renews this replica's Lease.
 func (m *members) renew(ctx context.Context) error {

@@ -7,12 +7,16 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
@@ -57,7 +61,9 @@ type Work func(ctx context.Context, owned []int) error
 // with the shards whose Leases it holds, stopped and started again whenever
 // they change. A shard is given up only after work stopped, and work starts
 // on a shard only once its Lease is held, so no two replicas act on one shard
-// at once.
+// at once. A request on the Leases that fails is a Warning event on the
+// Lease and a line of the log at info level (reporter), since without its
+// Leases a replica does not act.
 func Run(ctx context.Context, o Options, work Work) error {
 	if o.Shards <= 0 || o.Identity == "" || o.Name == "" {
 		return errors.New("sharding needs a positive number of shards, a name and an identity")
@@ -71,12 +77,15 @@ func Run(ctx context.Context, o Options, work Work) error {
 	if err != nil {
 		return errors.Wrap(err, "cannot make the client of the replicas' leases")
 	}
+	recorder, stop := newRecorder(cs, o)
+	defer stop()
+	leases := reportingLeases{LeaseInterface: cs.CoordinationV1().Leases(o.Namespace), report: newReporter(o, recorder)}
 	r := &replica{
 		o:      o,
 		work:   work,
-		leases: cs.CoordinationV1(),
+		leases: leases,
 		members: &members{
-			leases: cs.CoordinationV1().Leases(o.Namespace), name: o.Name, identity: o.Identity,
+			leases: leases, name: o.Name, identity: o.Identity,
 			duration: o.LeaseDuration, now: time.Now,
 		},
 		events:   make(chan event),
@@ -86,10 +95,18 @@ func Run(ctx context.Context, o Options, work Work) error {
 	return r.run(ctx)
 }
 
+// newRecorder is a replica's recorder of events, written by cs and
+// coalesced as EventCorrelation says, and what stops it.
+func newRecorder(cs kubernetes.Interface, o Options) (record.EventRecorder, func()) {
+	b := record.NewBroadcaster(record.WithCorrelatorOptions(EventCorrelation()))
+	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cs.CoreV1().Events("")})
+	return b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: o.Name, Host: o.Identity}), b.Shutdown
+}
+
 type replica struct {
 	o       Options
 	work    Work
-	leases  coordinationclient.CoordinationV1Interface
+	leases  coordinationclient.LeasesGetter
 	members *members
 
 	events   chan event
@@ -190,7 +207,8 @@ func (r *replica) watchMembers(ctx context.Context, shares chan share) {
 }
 
 // refresh renews this replica's membership and reads who is alive, to know
-// the shards it should hold.
+// the shards it should hold. The Leases' client reports a failed request
+// (reporter); the debug lines here say what the replica does about it.
 func (r *replica) refresh(ctx context.Context) (share, bool) {
 	ctx, cancel := context.WithTimeout(ctx, r.o.RenewDeadline)
 	defer cancel()
