@@ -585,8 +585,9 @@ func TestProviderRBAC(t *testing.T) {
 		{APIGroups: []string{"batch"}, Resources: []string{"cronjobs"}, Verbs: []string{"get", "list", "watch", "patch"}},
 		// AppBundle gets one StorageClass by name, never lists.
 		{APIGroups: []string{"storage.k8s.io"}, Resources: []string{"storageclasses"}, Verbs: []string{"get"}},
-		// Leader election reads, creates and renews its Lease.
-		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+		// Leader election reads, creates and renews its Lease; a sharded
+		// replica also lists the provider's Leases and deletes its own.
+		{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "list", "create", "update", "delete"}},
 	}
 	if diff := cmp.Diff(want, role.Rules); diff != "" {
 		t.Errorf("ClusterRole rules: -want, +got:\n%s", diff)

@@ -29,24 +29,7 @@ func TestBinaryUnderShippedRBAC(t *testing.T) {
 		t.Fatalf("cannot build cmd/provider: %v\n%s", err, out)
 	}
 
-	// An admin kubeconfig that impersonates the ServiceAccount, as
-	// `kubectl --as` would.
-	admin, err := env.Kubeconfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := clientcmd.Load(admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range kc.AuthInfos {
-		a.Impersonate = "system:serviceaccount:" + saNamespace + ":" + saName
-		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"}
-	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := impersonating(t, dir, saName)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &testenv.SyncBuffer{}
@@ -76,6 +59,30 @@ func TestBinaryUnderShippedRBAC(t *testing.T) {
 	for _, line := range refused(out.String()) {
 		t.Errorf("the provider was refused: %s", line)
 	}
+}
+
+// impersonating writes into dir an admin kubeconfig that impersonates the
+// ServiceAccount sa of saNamespace, as `kubectl --as` would, with the groups
+// a token of it would carry, and returns its path.
+func impersonating(t *testing.T, dir, sa string) string {
+	t.Helper()
+	admin, err := env.Kubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc, err := clientcmd.Load(admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range kc.AuthInfos {
+		a.Impersonate = "system:serviceaccount:" + saNamespace + ":" + sa
+		a.ImpersonateGroups = []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"}
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfig
 }
 
 // refused returns the lines of the provider's log that report a forbidden request.

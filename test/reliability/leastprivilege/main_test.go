@@ -1,7 +1,8 @@
 // Package leastprivilege runs the provider as a ServiceAccount bound to
 // exactly the RBAC this repository ships (cluster/rbac/provider-rbac.yaml and
 // examples/provider/rbac.yaml), not as cluster-admin, through every kind, and
-// checks that no request it makes is forbidden.
+// checks that no request it makes is forbidden; a sharded replica
+// (sharded_test.go) too, and one bound to less, which must say so.
 package leastprivilege
 
 import (
