@@ -46,8 +46,10 @@ type ClusterProviderConfigSpec struct {
 	Credentials ClusterCredentials `json:"credentials"`
 
 	// Reach grants the managed resources that use this config access to
-	// namespaces other than their own. Without it, a managed resource acts only
-	// in its own namespace.
+	// namespaces. On the provider's own cluster (source InjectedIdentity) a
+	// managed resource also acts in its own namespace, unless denied; on
+	// another cluster (source Secret) a namespace named like its own is not
+	// its own, and only reach grants it.
 	// +optional
 	Reach *Reach `json:"reach,omitempty"`
 }
@@ -68,9 +70,11 @@ type ClusterCredentials struct {
 	SecretRef *xpv2.SecretKeySelector `json:"secretRef,omitempty"`
 }
 
-// Reach is the set of namespaces, beyond its own, that a managed resource may
-// act in. A namespace is reachable when it matches namespaces or
-// namespaceSelector and is not denied.
+// Reach is the set of namespaces a managed resource may act in through a
+// ClusterProviderConfig. A namespace is reachable when it matches namespaces
+// or namespaceSelector and is not denied; the denials and the provider's
+// namespace win over every grant, the managed resource's own namespace
+// included.
 // +kubebuilder:validation:XValidation:rule="!has(self.namespaceSelector) || !has(self.namespaceSelector.matchExpressions) || self.namespaceSelector.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="reach.namespaceSelector.matchExpressions[].operator must be one of In, NotIn, Exists, DoesNotExist"
 // +kubebuilder:validation:XValidation:rule="!has(self.namespaceSelector) || !has(self.namespaceSelector.matchExpressions) || self.namespaceSelector.matchExpressions.all(e, e.operator in ['Exists', 'DoesNotExist'] ? (!has(e.values) || size(e.values) == 0) : (has(e.values) && size(e.values) > 0))",message="reach.namespaceSelector.matchExpressions[]: In and NotIn need values, Exists and DoesNotExist take none"
 type Reach struct {
@@ -87,8 +91,9 @@ type Reach struct {
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
 
-	// DeniedNamespaces are never reachable, even when matched above. Names or
-	// glob patterns. The provider's own namespace is always denied as well.
+	// DeniedNamespaces are never reachable, even when matched above or when
+	// a managed resource lives in one. Names or glob patterns. The
+	// provider's own namespace is always denied as well.
 	// Set it to an empty list to deny nothing but the provider's namespace.
 	// +optional
 	// +listType=set

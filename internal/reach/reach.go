@@ -1,5 +1,5 @@
 // Package reach decides which namespaces a managed resource may act in. Every
-// kind asks this package before it touches a namespace other than its own, so
+// kind asks this package before it touches a namespace, its own included, so
 // that the rules live in one place.
 package reach
 
@@ -16,12 +16,19 @@ import (
 // says otherwise (the CRD defaults the field to the same list).
 var DefaultDenied = []string{"kube-system", "kube-public", "kube-node-lease"}
 
-// A Policy is the resolved reach of one ProviderConfig or ClusterProviderConfig.
-// The zero value grants nothing beyond a managed resource's own namespace.
+// A Policy is the resolved reach of one ProviderConfig or ClusterProviderConfig
+// on the cluster it describes. The zero value grants nothing.
 type Policy struct {
 	// Config names the config the policy comes from, for messages, such as
 	// `ClusterProviderConfig "default"`.
 	Config string
+
+	// OwnNamespace grants a managed resource its own namespace without a
+	// grant in Namespaces or Selector: true for a ProviderConfig (its
+	// namespace's own credentials) and for a ClusterProviderConfig of the
+	// provider's own cluster. On another cluster, a namespace of the same
+	// name is not the managed resource's, and only a grant reaches it.
+	OwnNamespace bool
 
 	// Namespaces are names or glob patterns that are reachable.
 	Namespaces []string
@@ -63,14 +70,13 @@ func (p Policy) NeedsLabels() bool {
 
 // Check returns nil when a managed resource in namespace own may act in
 // namespace ns, whose labels are nsLabels, and an *OutOfReachError otherwise.
-// A managed resource may always act in its own namespace.
+// The provider's namespace and Denied win over every grant, the own namespace
+// included; the own namespace is granted only with OwnNamespace (TestCheck).
 func (p Policy) Check(own, ns string, nsLabels map[string]string) error {
 	deny := func(format string, a ...any) error {
 		return &OutOfReachError{Namespace: ns, Reason: fmt.Sprintf(format, a...)}
 	}
 	switch ns {
-	case own:
-		return nil
 	case "":
 		return deny("no namespace given")
 	case p.ProviderNamespace:
@@ -79,8 +85,14 @@ func (p Policy) Check(own, ns string, nsLabels map[string]string) error {
 	if pattern, ok := matchAny(p.Denied, ns); ok {
 		return deny("%s denies it (deniedNamespaces: %q)", p.Config, pattern)
 	}
+	if ns == own && p.OwnNamespace {
+		return nil
+	}
 	if len(p.Namespaces) == 0 && p.Selector == nil {
-		return deny("%s grants no reach beyond the managed resource's namespace %q", p.Config, own)
+		if p.OwnNamespace {
+			return deny("%s grants no reach beyond the managed resource's namespace %q", p.Config, own)
+		}
+		return deny("%s grants no reach, and on its cluster a namespace is reached only through a grant", p.Config)
 	}
 	if _, ok := matchAny(p.Namespaces, ns); ok {
 		return nil
@@ -88,8 +100,11 @@ func (p Policy) Check(own, ns string, nsLabels map[string]string) error {
 	if p.NeedsLabels() && p.Selector.Matches(labels.Set(nsLabels)) {
 		return nil
 	}
-	e := &OutOfReachError{Namespace: ns, Reason: fmt.Sprintf("it matches neither reach.namespaces nor reach.namespaceSelector of %s", p.Config), Unmatched: true}
-	return e
+	reason := fmt.Sprintf("it matches neither reach.namespaces nor reach.namespaceSelector of %s", p.Config)
+	if ns == own && !p.OwnNamespace {
+		reason += ", which is for another cluster, where a namespace of the managed resource's name is not its own"
+	}
+	return &OutOfReachError{Namespace: ns, Reason: reason, Unmatched: true}
 }
 
 // matchAny returns the first pattern that matches name. Namespace names hold no

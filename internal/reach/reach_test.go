@@ -20,12 +20,22 @@ func mustSelector(t *testing.T, ls *metav1.LabelSelector) labels.Selector {
 func TestCheck(t *testing.T) {
 	grant := Policy{
 		Config:            `ClusterProviderConfig "default"`,
+		OwnNamespace:      true,
 		Namespaces:        []string{"team-*", "shared"},
 		Denied:            append([]string{"team-secret"}, DefaultDenied...),
 		ProviderNamespace: "crossplane-system",
 	}
 	withSelector := grant
 	withSelector.Selector = mustSelector(t, &metav1.LabelSelector{MatchLabels: map[string]string{"clusterops.io/reachable": "true"}})
+	// remote is a ClusterProviderConfig of another cluster: it grants its
+	// reach and nothing else.
+	remote := Policy{
+		Config:            `ClusterProviderConfig "remote-prod"`,
+		Namespaces:        []string{"shared-config"},
+		Denied:            []string{"payments", "kube-system"},
+		ProviderNamespace: "crossplane-system",
+	}
+	own := Policy{Config: `ProviderConfig "p"`, OwnNamespace: true, ProviderNamespace: "crossplane-system"}
 
 	type args struct {
 		policy Policy
@@ -43,13 +53,13 @@ func TestCheck(t *testing.T) {
 		want   want
 	}{
 		"OwnNamespaceWithoutGrant": {
-			reason: "A managed resource may always act in its own namespace.",
-			args:   args{policy: Policy{Config: `ProviderConfig "p"`}, own: "apps", ns: "apps"},
+			reason: "A ProviderConfig, or a ClusterProviderConfig of the provider's cluster, grants the own namespace.",
+			args:   args{policy: own, own: "apps", ns: "apps"},
 			want:   want{allowed: true},
 		},
 		"OtherNamespaceWithoutGrant": {
 			reason: "A config without reach grants nothing beyond the own namespace.",
-			args:   args{policy: Policy{Config: `ProviderConfig "p"`}, own: "apps", ns: "other"},
+			args:   args{policy: own, own: "apps", ns: "other"},
 			want:   want{reason: `namespace "other" is out of reach: ProviderConfig "p" grants no reach beyond the managed resource's namespace "apps"`},
 		},
 		"ExactName": {
@@ -87,10 +97,35 @@ func TestCheck(t *testing.T) {
 			args:   args{policy: Policy{Config: "c", Namespaces: []string{"*"}, ProviderNamespace: "crossplane-system"}, own: "apps", ns: "crossplane-system"},
 			want:   want{reason: `namespace "crossplane-system" is out of reach: it is the provider's own namespace`},
 		},
-		"OwnNamespaceEvenIfDenied": {
-			reason: "The deny list limits grants, not the managed resource's own namespace.",
+		"OwnNamespaceDenied": {
+			reason: "The deny list wins over the own namespace too.",
 			args:   args{policy: grant, own: "team-secret", ns: "team-secret"},
+			want:   want{reason: `namespace "team-secret" is out of reach: ClusterProviderConfig "default" denies it (deniedNamespaces: "team-secret")`},
+		},
+		"OwnNamespaceIsTheProviders": {
+			reason: "The provider's namespace wins over the own namespace.",
+			args:   args{policy: own, own: "crossplane-system", ns: "crossplane-system"},
+			want:   want{reason: `namespace "crossplane-system" is out of reach: it is the provider's own namespace`},
+		},
+		"RemoteOwnNamespaceDenied": {
+			reason: "On another cluster, the own namespace's name is denied like any other.",
+			args:   args{policy: remote, own: "payments", ns: "payments"},
+			want:   want{reason: `namespace "payments" is out of reach: ClusterProviderConfig "remote-prod" denies it (deniedNamespaces: "payments")`},
+		},
+		"RemoteOwnNamespaceNotGranted": {
+			reason: "On another cluster, a namespace of the own namespace's name is reached only through a grant.",
+			args:   args{policy: remote, own: "apps", ns: "apps"},
+			want:   want{reason: `namespace "apps" is out of reach: it matches neither reach.namespaces nor reach.namespaceSelector of ClusterProviderConfig "remote-prod", which is for another cluster, where a namespace of the managed resource's name is not its own`},
+		},
+		"RemoteGranted": {
+			reason: "On another cluster, a granted namespace is reachable.",
+			args:   args{policy: remote, own: "payments", ns: "shared-config"},
 			want:   want{allowed: true},
+		},
+		"RemoteWithoutGrant": {
+			reason: "A config of another cluster without reach grants nothing at all.",
+			args:   args{policy: Policy{Config: "r"}, own: "apps", ns: "apps"},
+			want:   want{reason: `namespace "apps" is out of reach: r grants no reach, and on its cluster a namespace is reached only through a grant`},
 		},
 		"SelectorMatches": {
 			reason: "A namespace whose labels match the selector is reachable.",
@@ -130,17 +165,27 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// FuzzCheck: the provider's namespace and a denied one are never reachable,
+// the own namespace included; without OwnNamespace the own namespace is
+// reachable exactly when a grant names it; with it, always unless denied.
 func FuzzCheck(f *testing.F) {
-	f.Add("team-*", "team-a", "apps")
-	f.Add("[", "x", "y")
-	f.Fuzz(func(t *testing.T, pattern, ns, own string) {
-		p := Policy{Config: "c", Namespaces: []string{pattern}, Denied: DefaultDenied, ProviderNamespace: "crossplane-system"}
+	f.Add("team-*", "team-a", "apps", true)
+	f.Add("[", "x", "y", false)
+	f.Add("*", "payments", "payments", false)
+	f.Add("*", "kube-system", "kube-system", true)
+	f.Fuzz(func(t *testing.T, pattern, ns, own string, ownNamespace bool) {
+		p := Policy{Config: "c", OwnNamespace: ownNamespace, Namespaces: []string{pattern}, Denied: DefaultDenied, ProviderNamespace: "crossplane-system"}
 		err := p.Check(own, ns, nil)
-		if ns == own && err != nil {
+		_, denied := matchAny(DefaultDenied, ns)
+		_, granted := matchAny(p.Namespaces, ns)
+		switch {
+		case (denied || ns == "crossplane-system" || ns == "") && err == nil:
+			t.Fatalf("denied namespace %q (own %q) allowed", ns, own)
+		case denied || ns == "crossplane-system" || ns == "":
+		case ns == own && ownNamespace && err != nil:
 			t.Fatalf("own namespace %q refused: %v", ns, err)
-		}
-		if ns != own && (ns == "crossplane-system" || ns == "kube-system") && err == nil {
-			t.Fatalf("denied namespace %q allowed", ns)
+		case granted != (err == nil) && !(ns == own && ownNamespace):
+			t.Fatalf("namespace %q (own %q, granted %t): Check = %v", ns, own, granted, err)
 		}
 	})
 }

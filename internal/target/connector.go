@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 )
@@ -15,6 +16,10 @@ type Connector[T resource.ModernManaged] struct {
 	Resolver  *Resolver
 	Recorder  event.Recorder
 	NewClient func(c *Cluster, rec event.Recorder, mg T) managed.TypedExternalClient[T]
+	// OwnNamespace is set for kinds that act in their own namespace only
+	// (AppBundle, ImmortalContainer, ConfigRollout): their config's reach
+	// must allow that namespace on its cluster before they touch it.
+	OwnNamespace bool
 }
 
 // Connect resolves mg's target cluster and returns the kind's external client.
@@ -28,5 +33,43 @@ func (c *Connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternal
 	if err := cl.Reachable(ctx); err != nil {
 		return nil, err
 	}
+	if c.OwnNamespace {
+		if err := cl.CheckNamespace(ctx, mg.GetNamespace(), mg.GetNamespace()); err != nil {
+			return outOfReach[T](mg, err)
+		}
+	}
 	return c.NewClient(cl, c.Recorder, mg), nil
 }
+
+// outOfReach refuses a managed resource whose own namespace its config does
+// not reach (TestOwnNamespaceOutOfReach): it fails with why, touching
+// nothing. Deleting it touches nothing either: what it may have made there
+// before the reach changed is left, as the provider may not act there now.
+func outOfReach[T resource.ModernManaged](mg T, err error) (managed.TypedExternalClient[T], error) {
+	if !meta.WasDeleted(mg) {
+		return nil, err
+	}
+	return refused[T]{}, nil
+}
+
+// refused is the external client of a deleted managed resource that may not
+// act in its namespace: nothing exists that it may delete.
+type refused[T resource.ModernManaged] struct{}
+
+func (refused[T]) Observe(context.Context, T) (managed.ExternalObservation, error) {
+	return managed.ExternalObservation{ResourceExists: false}, nil
+}
+
+func (refused[T]) Create(context.Context, T) (managed.ExternalCreation, error) {
+	return managed.ExternalCreation{}, nil
+}
+
+func (refused[T]) Update(context.Context, T) (managed.ExternalUpdate, error) {
+	return managed.ExternalUpdate{}, nil
+}
+
+func (refused[T]) Delete(context.Context, T) (managed.ExternalDelete, error) {
+	return managed.ExternalDelete{}, nil
+}
+
+func (refused[T]) Disconnect(context.Context) error { return nil }

@@ -212,8 +212,9 @@ func (r *Resolver) config(ctx context.Context, mg resource.ModernManaged) (*reso
 			object:  pc,
 			display: display,
 			source:  string(pc.Spec.Credentials.Source),
-			// A namespaced config never grants reach beyond its own namespace.
-			reach: reach.Policy{Config: fmt.Sprintf("ProviderConfig %q", ref.Name), ProviderNamespace: r.providerNamespace},
+			// A namespaced config holds its namespace's own credentials: it
+			// acts in that namespace of its cluster and never beyond.
+			reach: reach.Policy{Config: fmt.Sprintf("ProviderConfig %q", ref.Name), OwnNamespace: true, ProviderNamespace: r.providerNamespace},
 		}
 		if s := pc.Spec.Credentials.SecretRef; s != nil {
 			rc.secretRef = &types.NamespacedName{Namespace: pc.GetNamespace(), Name: s.Name}
@@ -230,6 +231,9 @@ func (r *Resolver) config(ctx context.Context, mg resource.ModernManaged) (*reso
 		if err != nil {
 			return nil, err
 		}
+		// On another cluster a namespace named like the managed resource's
+		// is not the tenant's: only the config's grants reach it.
+		p.OwnNamespace = cpc.Spec.Credentials.Source == v1alpha1.CredentialsSourceInjectedIdentity
 		rc := &resolvedConfig{object: cpc, display: display, source: string(cpc.Spec.Credentials.Source), reach: p}
 		if s := cpc.Spec.Credentials.SecretRef; s != nil {
 			rc.secretRef = &types.NamespacedName{Namespace: s.Namespace, Name: s.Name}

@@ -88,15 +88,17 @@ func TestCopyRuleOnRemoteCluster(t *testing.T) {
 }
 
 // remoteConfig makes ClusterProviderConfig cpc, which reaches the far-*
-// namespaces of the cluster kubeconfig kc describes, from a Secret in
-// namespace home, and deletes it when the test ends.
+// namespaces and the one named home of the cluster kubeconfig kc describes
+// (on another cluster a namespace named like the managed resource's is
+// reached only through a grant), from a Secret in namespace home, and
+// deletes it when the test ends.
 func remoteConfig(t *testing.T, home, cpc string, kc []byte) {
 	t.Helper()
 	create(t,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: "remote-kubeconfig"}, Data: map[string][]byte{"kubeconfig": kc}},
 		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: cpc}, Spec: v1alpha1.ClusterProviderConfigSpec{
 			Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceSecret, SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Name: "remote-kubeconfig", Namespace: home}, Key: "kubeconfig"}},
-			Reach:       &v1alpha1.Reach{Namespaces: []string{"far-*"}},
+			Reach:       &v1alpha1.Reach{Namespaces: []string{"far-*", home}},
 		}})
 	t.Cleanup(func() {
 		_ = env.Client.Delete(context.Background(), &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: cpc}})

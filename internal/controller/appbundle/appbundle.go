@@ -59,6 +59,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		GroupVersionKind: resource.ManagedKind(v1alpha1.AppBundleGroupVersionKind),
 		Object:           &v1alpha1.AppBundle{},
 		List:             &v1alpha1.AppBundleList{},
+		OwnNamespace:     true,
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.AppBundle) managed.TypedExternalClient[*v1alpha1.AppBundle] {
 			e := &external{cluster: c, record: rec}
 			if c.Local {

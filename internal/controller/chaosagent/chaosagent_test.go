@@ -61,7 +61,7 @@ func testScheme(t *testing.T) *runtime.Scheme {
 func newExternal(t *testing.T, objs ...client.Object) (*external, client.Client) {
 	t.Helper()
 	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(objs...).Build()
-	cl := &target.Cluster{Client: c, Local: true, Reach: reach.Policy{Config: "test", ProviderNamespace: "crossplane-system", Denied: reach.DefaultDenied}}
+	cl := &target.Cluster{Client: c, Local: true, Reach: reach.Policy{Config: "test", OwnNamespace: true, ProviderNamespace: "crossplane-system", Denied: reach.DefaultDenied}}
 	evict := func(ctx context.Context, p *corev1.Pod) error {
 		return c.SubResource("eviction").Create(ctx, p, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
 	}
@@ -590,8 +590,8 @@ func TestSecondChangeKeepsFirstOriginal(t *testing.T) {
 
 func TestMayActIn(t *testing.T) {
 	grantAll := func(string, string) error { return nil }
-	pc := reach.Policy{Config: `ProviderConfig "p"`, ProviderNamespace: "crossplane-system"}
-	cpc := reach.Policy{Config: `ClusterProviderConfig "c"`, ProviderNamespace: "crossplane-system", Namespaces: []string{"kube-system", "team-*"}}
+	pc := reach.Policy{Config: `ProviderConfig "p"`, OwnNamespace: true, ProviderNamespace: "crossplane-system"}
+	cpc := reach.Policy{Config: `ClusterProviderConfig "c"`, OwnNamespace: true, ProviderNamespace: "crossplane-system", Namespaces: []string{"kube-system", "team-*"}}
 	cases := map[string]struct {
 		reason string
 		check  checkFn
@@ -605,6 +605,10 @@ func TestMayActIn(t *testing.T) {
 		"ProviderNamespace":      {reason: "The provider's namespace never, whatever grants it.", check: grantAll, own: "crossplane-system", ns: "crossplane-system"},
 		"SystemAsOwn":            {reason: "Living in kube-system is no grant to act there.", check: checkOf(pc), own: "kube-system", ns: "kube-system"},
 		"SystemGrantedExplictly": {reason: "A ClusterProviderConfig that names kube-system lets the agent act there.", check: checkOf(cpc), own: "apps", ns: "kube-system", ok: true},
+		"RemoteOwnNotGranted": {
+			reason: "On another cluster, a namespace named like the agent's is reached only through a grant.",
+			check:  checkOf(reach.Policy{Config: `ClusterProviderConfig "remote"`, Namespaces: []string{"team-*"}}), own: "apps", ns: "apps",
+		},
 		"SystemDeniedByDefault": {
 			reason: "A ClusterProviderConfig with the default denials keeps kube-public out.",
 			check:  checkOf(reach.Policy{Config: "c", Namespaces: []string{"*"}, Denied: reach.DefaultDenied}), own: "apps", ns: "kube-public",

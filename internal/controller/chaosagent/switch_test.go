@@ -185,7 +185,7 @@ func TestKillSwitchBeforeEveryAction(t *testing.T) {
 					return nil
 				}}).Build()
 			e := &external{
-				cluster: &target.Cluster{Client: c, Local: true, Reach: reach.Policy{Config: "test", ProviderNamespace: "crossplane-system", Denied: reach.DefaultDenied}},
+				cluster: &target.Cluster{Client: c, Local: true, Reach: reach.Policy{Config: "test", OwnNamespace: true, ProviderNamespace: "crossplane-system", Denied: reach.DefaultDenied}},
 				kube:    c, record: event.NewNopRecorder(), now: func() time.Time { return now },
 			}
 			if _, err := e.Update(ctx, ca); err != nil {

@@ -118,6 +118,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		GroupVersionKind: resource.ManagedKind(v1alpha1.ConfigRolloutGroupVersionKind),
 		Object:           &v1alpha1.ConfigRollout{},
 		List:             &v1alpha1.ConfigRolloutList{},
+		OwnNamespace:     true,
 		NewClient: func(c *target.Cluster, rec event.Recorder, cr *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
 			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait, rollouts: mgr.GetCache()}
 			if c.Local && (o.Watches == nil || o.Watches(cr.GetNamespace())) {

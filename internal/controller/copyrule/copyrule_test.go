@@ -57,7 +57,7 @@ func newExternal(t *testing.T, objs ...client.Object) (*external, client.Client,
 	t.Cleanup(stop)
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).Build()
 	rec := &recorder{}
-	cl := &target.Cluster{ID: "fake", Client: c, Config: &rest.Config{Host: refuse.URL}, Local: true, Reach: reach.Policy{Namespaces: []string{"*"}, Denied: []string{"kube-system"}}}
+	cl := &target.Cluster{ID: "fake", Client: c, Config: &rest.Config{Host: refuse.URL}, Local: true, Reach: reach.Policy{OwnNamespace: true, Namespaces: []string{"*"}, Denied: []string{"kube-system"}}}
 	return &external{cluster: cl, record: rec, watches: ws, known: newKnownCopies(), now: func() time.Time { return time.Unix(1700000000, 0) }}, c, rec
 }
 

@@ -89,14 +89,19 @@ func metaVersions(ms []*watchset.Object) []Version {
 	return out
 }
 
-// reachKey is policy r as a digest compares it.
-func reachKey(r reach.Policy) string {
-	// A nil selector selects nothing, an empty one everything: both print "".
-	sel := "none"
-	if r.Selector != nil {
-		sel = "labels:" + r.Selector.String()
+// reachKey is policies rs (the targets' side, then the sources') as a digest
+// compares them: a change of either side's reach is a change of inputs.
+func reachKey(rs ...reach.Policy) string {
+	out := make([]any, 0, len(rs))
+	for _, r := range rs {
+		// A nil selector selects nothing, an empty one everything: both print "".
+		sel := "none"
+		if r.Selector != nil {
+			sel = "labels:" + r.Selector.String()
+		}
+		out = append(out, []any{r.Config, r.OwnNamespace, r.Namespaces, sel, r.Denied, r.ProviderNamespace})
 	}
-	b, _ := json.Marshal([]any{r.Config, r.Namespaces, sel, r.Denied, r.ProviderNamespace}) //nolint:errchkjson // Strings always marshal.
+	b, _ := json.Marshal(out) //nolint:errchkjson // Strings and bools always marshal.
 	return string(b)
 }
 
@@ -104,7 +109,7 @@ func reachKey(r reach.Policy) string {
 // e.cluster and reading from src.
 func (e *external) inputs(cr *v1alpha1.CopyRule, src *target.Cluster, sources, copies []Version, t Targets) Inputs {
 	return Inputs{
-		Generation: cr.GetGeneration(), Clusters: []string{e.cluster.ID, src.ID}, Reach: reachKey(e.cluster.Reach),
+		Generation: cr.GetGeneration(), Clusters: []string{e.cluster.ID, src.ID}, Reach: reachKey(e.cluster.Reach, src.Reach),
 		Sources: sources, Copies: copies, Targets: t,
 	}
 }

@@ -354,8 +354,8 @@ func TestSelectTargetsSourceNamespaces(t *testing.T) {
 }
 
 func TestSourceReach(t *testing.T) {
-	writes := reach.Policy{Config: "target", Namespaces: []string{"team-*"}}
-	reads := reach.Policy{Config: "source", Namespaces: []string{"platform"}}
+	writes := reach.Policy{Config: "target", OwnNamespace: true, Namespaces: []string{"team-*"}}
+	reads := reach.Policy{Config: "source", OwnNamespace: true, Namespaces: []string{"platform"}}
 	nss := []Namespace{{Name: "platform"}, {Name: "team-a"}}
 	remote := func(objs ...client.Object) *target.Cluster {
 		c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(objs...).Build()
@@ -383,6 +383,13 @@ func TestSourceReach(t *testing.T) {
 			srcNSs:         []string{"platform", "team-a"},
 			wantOut:        []string{"team-a"},
 			wantNotTargets: []string{"platform", "team-a"},
+		},
+		"OtherClusterOwnNamespace": {
+			reason:  "On another cluster the rule's own namespace is read only when the source config grants it.",
+			tgt:     &target.Cluster{ID: "local", Config: &rest.Config{Host: "https://10.0.0.1:6443"}, Reach: writes},
+			src:     &target.Cluster{ID: "remote", Config: &rest.Config{Host: "https://10.0.0.2:6443"}, Reach: reach.Policy{Config: "source", Namespaces: []string{"platform"}}},
+			srcNSs:  []string{"rules", "platform"},
+			wantOut: []string{"rules"},
 		},
 		"OtherCluster": {
 			reason:  "On another cluster the source config decides, and no namespace here is kept from being a target.",

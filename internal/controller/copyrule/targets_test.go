@@ -11,7 +11,7 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/reach"
 )
 
-var everywhere = reach.Policy{Config: "test", Namespaces: []string{"*"}, Denied: reach.DefaultDenied, ProviderNamespace: "crossplane-system"}
+var everywhere = reach.Policy{Config: "test", OwnNamespace: true, Namespaces: []string{"*"}, Denied: reach.DefaultDenied, ProviderNamespace: "crossplane-system"}
 
 var cluster = []Namespace{
 	{Name: "default"},
@@ -69,13 +69,13 @@ func TestSelectTargets(t *testing.T) {
 		"SelectedBeyondReach": {
 			reason: "Namespaces that a selection mode picks beyond reach are simply not targets.",
 			p:      v1alpha1.CopyRuleParameters{AllNamespaces: true},
-			r:      reach.Policy{Config: "test", Namespaces: []string{"team-*"}},
+			r:      reach.Policy{Config: "test", OwnNamespace: true, Namespaces: []string{"team-*"}},
 			want:   Targets{Namespaces: []string{"team-a", "team-b"}},
 		},
 		"NoReach": {
 			reason: "A config without reach leaves no target but the rule's own namespace, which is the source.",
 			p:      v1alpha1.CopyRuleParameters{AllNamespaces: true},
-			r:      reach.Policy{Config: "test"},
+			r:      reach.Policy{Config: "test", OwnNamespace: true},
 			want:   Targets{Namespaces: []string{}},
 		},
 		"BadPattern": {

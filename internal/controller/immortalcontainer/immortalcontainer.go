@@ -41,6 +41,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		GroupVersionKind: resource.ManagedKind(v1alpha1.ImmortalContainerGroupVersionKind),
 		Object:           &v1alpha1.ImmortalContainer{},
 		List:             &v1alpha1.ImmortalContainerList{},
+		OwnNamespace:     true,
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ImmortalContainer) managed.TypedExternalClient[*v1alpha1.ImmortalContainer] {
 			return &external{cluster: c, record: rec, now: time.Now}
 		},

@@ -44,6 +44,9 @@ type Kind[T resource.ModernManaged] struct {
 	// NewClient builds the kind's external client for a resolved target cluster.
 	// It records events with rec.
 	NewClient func(c *target.Cluster, rec event.Recorder, mg T) managed.TypedExternalClient[T]
+	// OwnNamespace is set for kinds that act in their own namespace only:
+	// the connector refuses one whose config's reach does not allow it.
+	OwnNamespace bool
 	// Watch adds the watches on the objects the kind manages, so drift is seen
 	// on the event rather than at the next poll.
 	Watch func(b *builder.Builder) *builder.Builder
@@ -115,7 +118,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 	}
 	rec := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
 	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[T](&target.Connector[T]{Resolver: r, Recorder: rec, NewClient: k.NewClient}),
+		managed.WithTypedExternalConnector[T](&target.Connector[T]{Resolver: r, Recorder: rec, NewClient: k.NewClient, OwnNamespace: k.OwnNamespace}),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(rec),
 		managed.WithPollInterval(o.PollInterval),
