@@ -26,10 +26,11 @@ import (
 // template carries, ours whether it carries this rollout's lock, rec what
 // the rollout's status recorded of it (zero when nothing), want the hash it
 // is to carry and all that of every source together. A workload the rollout
-// starts to follow (no lock of ours, no baseline recorded, a template that
-// does not carry the current hash) is adopted when adopt allows: its pods are
+// starts to follow (no lock of ours, nothing recorded, a template that does
+// not carry the current hash) is adopted when adopt allows: its pods are
 // taken to run the current configuration, recorded as its baseline, so that
-// nothing rolls it until the configuration changes.
+// nothing rolls it until the configuration changes. A workload the status
+// records is never adopted again, lock or not (TestRuns, FuzzRuns).
 func runs(template string, ours bool, rec v1alpha1.RolledWorkload, want, all string, adopt bool) (carried string, baseline, adopted bool) {
 	switch {
 	case upToDate(template, want, all) || ours:
@@ -39,6 +40,17 @@ func runs(template string, ours bool, rec v1alpha1.RolledWorkload, want, all str
 	case rec.Baseline:
 		// Followed and not rolled since: it runs its baseline.
 		return rec.Hash, true, false
+	case rec.Hash != "":
+		// Rolled by this rollout, and its lock lost since (a replace or an
+		// edit that dropped it): its template says what it runs, and the
+		// next change rolls it and writes the lock again. A replace that
+		// dropped the hash too restarted its pods on the configuration of
+		// that moment, no older than the one recorded: it runs that one
+		// (TestConfigRolloutLostLock).
+		if template == "" {
+			return rec.Hash, false, false
+		}
+		return template, false, false
 	case adopt:
 		return want, true, true
 	}

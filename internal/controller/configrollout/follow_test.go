@@ -55,6 +55,7 @@ func TestRuns(t *testing.T) {
 		baseline, adopted bool
 	}
 	followed := v1alpha1.RolledWorkload{Kind: KindDeployment, Name: "api", Hash: "old", Baseline: true}
+	rolled := v1alpha1.RolledWorkload{Kind: KindDeployment, Name: "api", Hash: "old"}
 	cases := map[string]struct {
 		reason   string
 		template string
@@ -71,6 +72,10 @@ func TestRuns(t *testing.T) {
 		"Ours":           {reason: "A template this rollout rolled runs what it carries.", template: "old", ours: true, rec: followed, adopt: true, want: want{carried: "old"}},
 		"Followed":       {reason: "A followed workload runs its baseline until it is rolled.", template: "", rec: followed, adopt: true, want: want{carried: "old", baseline: true}},
 		"FollowedNoRoll": {reason: "Its baseline holds without adopt too: turning rollOnAdoption on rolls nothing by itself.", template: "foreign", rec: followed, want: want{carried: "old", baseline: true}},
+		"LostLock":       {reason: "A workload this rollout rolled and whose lock is gone is not adopted again: it runs what its template carries, to be rolled.", template: "old", rec: rolled, adopt: true, want: want{carried: "old"}},
+		"LostLockHash":   {reason: "One whose hash is gone too was restarted by that replace: it runs what was recorded, to be rolled.", template: "", rec: rolled, adopt: true, want: want{carried: "old"}},
+		"LostLockKept":   {reason: "Such a workload recorded at the current hash runs it: a replace alone rolls nothing.", template: "", rec: v1alpha1.RolledWorkload{Hash: "want"}, adopt: true, want: want{carried: "want"}},
+		"LostLockOther":  {reason: "One whose template carries another hash runs that one.", template: "foreign", rec: rolled, adopt: true, want: want{carried: "foreign"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -83,23 +88,35 @@ func TestRuns(t *testing.T) {
 }
 
 // FuzzRuns: a workload the rollout starts to follow is never to be rolled
-// unless rollOnAdoption asks, and a workload is to be rolled only when what
-// it runs is not the current configuration.
+// unless rollOnAdoption asks; a workload the status records, as rolled or as
+// a baseline, is never adopted again, and one it rolled whose lock is gone
+// is to be rolled on a change; a workload is to be rolled only when what it
+// runs is not the current configuration.
 func FuzzRuns(f *testing.F) {
 	f.Add("", false, "", false, "w", "a", true)
 	f.Add("w", true, "old", true, "w", "a", false)
+	f.Add("old", false, "old", false, "new", "all", true)
+	f.Add("", false, "old", false, "new", "all", true)
 	f.Fuzz(func(t *testing.T, template string, ours bool, recHash string, recBaseline bool, want, all string, adopt bool) {
 		if want == "" {
 			return
 		}
 		rec := v1alpha1.RolledWorkload{Hash: recHash, Baseline: recBaseline}
+		recorded, rolled := recHash != "" || recBaseline, recHash != "" && !recBaseline
 		carried, baseline, adopted := runs(template, ours, rec, want, all, adopt)
 		pending := !upToDate(carried, want, all)
-		if adopted && (pending || !adopt || ours || recBaseline) {
+		if adopted && (pending || !adopt || ours || recorded) {
 			t.Errorf("runs(%q, %t, %+v, %q, %q, %t) adopted it: carried %q, to roll %t", template, ours, rec, want, all, adopt, carried, pending)
 		}
-		if adopt && !ours && !recBaseline && pending {
+		if adopt && !ours && !recorded && pending {
 			t.Errorf("runs(%q, %t, %+v, %q, %q, %t): a workload started to follow is to be rolled", template, ours, rec, want, all, adopt)
+		}
+		if rolled && baseline {
+			t.Errorf("runs(%q, %t, %+v, %q, %q, %t): a workload it rolled is a baseline again", template, ours, rec, want, all, adopt)
+		}
+		changed := !upToDate(recHash, want, all) && !upToDate(template, want, all)
+		if rolled && (template == "" || template == recHash) && changed && !pending {
+			t.Errorf("runs(%q, %t, %+v, %q, %q, %t): a change after its lock was lost rolls nothing", template, ours, rec, want, all, adopt)
 		}
 		if baseline && carried != want && carried != recHash {
 			t.Errorf("runs(...) baseline %q is neither the recorded one nor the current one", carried)
