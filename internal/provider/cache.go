@@ -62,7 +62,11 @@ func cacheOptions(sync time.Duration, share labels.Selector) (cache.Options, err
 		// as Deployments may not be scoped here: these options are keyed by
 		// kind, and a label scope for Deployments would hide unlabelled ones
 		// from ConfigRollout's metadata watch. The claim and Service entries
-		// keep any read of those through the manager's client scoped.
+		// keep any read of those through the manager's client scoped. A
+		// sharded replica's ConfigRollouts are its shards' only
+		// (shardCacheOptions); the locks and baselines of every other rollout
+		// are read from a slim cache of all of them that ConfigRollout's
+		// Setup adds (configrollout.SlimRollout).
 		ByObject: byObject,
 	}, nil
 }

@@ -100,8 +100,9 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 			return errors.Wrapf(err, "cannot index %ss by lock", kind)
 		}
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ConfigRollout{}, indexFollowing, followingValues); err != nil {
-		return errors.Wrap(err, "cannot index ConfigRollouts by the workloads they follow")
+	others, err := otherRollouts(mgr, o.Share)
+	if err != nil {
+		return err
 	}
 	own := ownwrite.New[types.NamespacedName]()
 	wait := newWaiters()
@@ -120,7 +121,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		List:             &v1alpha1.ConfigRolloutList{},
 		OwnNamespace:     true,
 		NewClient: func(c *target.Cluster, rec event.Recorder, cr *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
-			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait, rollouts: mgr.GetCache()}
+			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait, rollouts: others}
 			if c.Local && (o.Watches == nil || o.Watches(cr.GetNamespace())) {
 				// The workloads' metadata watches feed the manager's cache on
 				// the provider's own cluster only, and on a sharded replica
@@ -137,7 +138,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		// Workloads are watched as metadata only; an event reconciles the
 		// rollouts that reference the workload (indexWorkloads).
 		Watch: func(b *builder.Builder) *builder.Builder {
-			return watchFollowers(wait.watchAll(watchWorkloads(o.Flow, b, mgr.GetClient(), rd, autos, own), mgr.GetClient()), mgr.GetClient(), rd, autos)
+			return watchFollowers(wait.watchAll(watchWorkloads(o.Flow, b, mgr.GetClient(), rd, autos, own), mgr.GetClient()), others, mgr.GetClient(), rd, autos)
 		},
 		PollHook: untilDue(time.Now),
 	})
@@ -175,8 +176,9 @@ type external struct {
 	now     func() time.Time
 	watches *watchset.Set
 	own     *ownwrite.Filter[types.NamespacedName]
-	// rollouts are the manager's ConfigRollouts, indexed by the workloads
-	// they follow (indexFollowing); nil in unit tests.
+	// rollouts are every ConfigRollout of the cluster, whichever shard,
+	// indexed by the workloads they follow (otherRollouts); nil in unit
+	// tests.
 	rollouts client.Reader
 	// cache is the manager's metadata cache of the workloads, on the
 	// provider's own cluster; nil on another.
@@ -262,7 +264,10 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	if sel.err != nil {
 		return managed.ExternalObservation{}, sel.err
 	}
-	pending, locked := e.compare(ctx, cr, ws, len(missing) == 0)
+	pending, locked, err := e.compare(ctx, cr, ws, len(missing) == 0)
+	if err != nil {
+		return managed.ExternalObservation{}, err
+	}
 	prev := o.Plan
 	o.Plan = nil
 	if plan.Only(cr) {
@@ -280,7 +285,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 // hash it is to carry, and returns the "Kind/name" of those to roll and why
 // others are not this rollout's. complete is false while a source is
 // missing: nothing is followed on a partial view of the configuration.
-func (e *external) compare(ctx context.Context, cr *v1alpha1.ConfigRollout, ws []workload, complete bool) (pending map[string]bool, locked []string) {
+func (e *external) compare(ctx context.Context, cr *v1alpha1.ConfigRollout, ws []workload, complete bool) (pending map[string]bool, locked []string, err error) {
 	o := &cr.Status.AtProvider
 	last, recorded := map[string]*metav1.Time{}, map[string]v1alpha1.RolledWorkload{}
 	for _, w := range o.Workloads {
@@ -291,7 +296,11 @@ func (e *external) compare(ctx context.Context, cr *v1alpha1.ConfigRollout, ws [
 	var followed []string
 	for _, w := range ws {
 		key := w.Kind + "/" + w.Name
-		if by := e.followedBy(ctx, cr, w); by != "" {
+		by, err := e.followedBy(ctx, cr, w)
+		if err != nil {
+			return nil, nil, err
+		}
+		if by != "" {
 			locked = append(locked, fmt.Sprintf("%s %q follows ConfigRollout %q", w.Kind, w.Name, by))
 			continue
 		}
@@ -321,7 +330,7 @@ func (e *external) compare(ctx context.Context, cr *v1alpha1.ConfigRollout, ws [
 		}
 	}
 	e.following(cr, followed)
-	return pending, locked
+	return pending, locked, nil
 }
 
 // conclude sets the Ready condition from what Observe found, and reports

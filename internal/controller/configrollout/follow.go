@@ -10,12 +10,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
@@ -90,14 +93,16 @@ func first(a, b *v1alpha1.ConfigRollout) bool {
 
 // followedBy returns the rollout other than cr that follows workload key
 // without a lock and precedes cr, or "" when cr may follow it: a workload
-// follows one ConfigRollout, whether by a lock or a baseline.
-func followedBy(ctx context.Context, r client.Reader, cr *v1alpha1.ConfigRollout, key string) string {
+// follows one ConfigRollout, whether by a lock or a baseline. r holds every
+// rollout of the namespace (otherRollouts); a rollout it cannot list yet
+// follows nothing new.
+func followedBy(ctx context.Context, r client.Reader, cr *v1alpha1.ConfigRollout, key string) (string, error) {
 	if r == nil {
-		return ""
+		return "", nil
 	}
 	l := &v1alpha1.ConfigRolloutList{}
 	if err := r.List(ctx, l, client.InNamespace(cr.GetNamespace()), client.MatchingFields{indexFollowing: key}, client.UnsafeDisableDeepCopy); err != nil {
-		return ""
+		return "", errors.Wrap(err, "cannot list the ConfigRollouts that follow "+key)
 	}
 	by := ""
 	for i := range l.Items {
@@ -106,7 +111,7 @@ func followedBy(ctx context.Context, r client.Reader, cr *v1alpha1.ConfigRollout
 			by = o.GetName()
 		}
 	}
-	return by
+	return by, nil
 }
 
 // watchFollowers reconciles, when a rollout that followed workloads without
@@ -115,7 +120,9 @@ func followedBy(ctx context.Context, r client.Reader, cr *v1alpha1.ConfigRollout
 // it reads), so that the next in line follows it now: without a lock
 // released, no workload event tells them. It costs what one event of each
 // followed workload costs, not a reconcile of every rollout in the namespace.
-func watchFollowers(b *builder.Builder, c client.Reader, rd *readers, autos *autoRollouts) *builder.Builder {
+// The deletions come from others, which holds every rollout of the cluster
+// (otherRollouts): on a sharded replica, those of other shards too.
+func watchFollowers(b *builder.Builder, others cache.Cache, c client.Reader, rd *readers, autos *autoRollouts) *builder.Builder {
 	h := handler.Funcs{
 		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			queued := map[string]bool{e.Object.GetName(): true}
@@ -141,18 +148,18 @@ func watchFollowers(b *builder.Builder, c client.Reader, rd *readers, autos *aut
 		UpdateFunc:  func(ctrlevent.UpdateEvent) bool { return false },
 		GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
 	}
-	return b.Watches(&v1alpha1.ConfigRollout{}, h, builder.WithPredicates(deleted))
+	return b.WatchesRawSource(source.Kind(others, client.Object(&v1alpha1.ConfigRollout{}), handler.EventHandler(h), predicate.Predicate(deleted)))
 }
 
 // followedBy names the other ConfigRollout that workload w follows, by its
 // lock or, without one, by that rollout's baseline; "" when it may follow
 // this one.
-func (e *external) followedBy(ctx context.Context, cr *v1alpha1.ConfigRollout, w workload) string {
+func (e *external) followedBy(ctx context.Context, cr *v1alpha1.ConfigRollout, w workload) (string, error) {
 	switch {
 	case w.Lock == cr.GetName():
-		return ""
+		return "", nil
 	case w.Lock != "" && e.holds(ctx, cr.GetNamespace(), w.Lock):
-		return w.Lock
+		return w.Lock, nil
 	}
 	return followedBy(ctx, e.rollouts, cr, workloadKey(w.Kind, w.Name))
 }
@@ -178,11 +185,14 @@ func (e *external) following(cr *v1alpha1.ConfigRollout, workloads []string) {
 // A deleted rollout releases its locks through the metadata cache, which may
 // not have seen its last lock yet: such a lock is then free. Only on the
 // provider's own cluster, where locks are found in the cache; elsewhere they
-// are found on the API server and every lock holds.
+// are found on the API server and every lock holds. The rollout is looked
+// for among every rollout of the namespace (otherRollouts), whichever shard
+// it is on: a lock of a rollout another replica acts on holds
+// (TestShardedRolloutsRollOnce).
 func (e *external) holds(ctx context.Context, ns, name string) bool {
-	if e.cache == nil {
+	if e.cache == nil || e.rollouts == nil {
 		return true
 	}
-	err := e.cache.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &v1alpha1.ConfigRollout{})
+	err := e.rollouts.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &v1alpha1.ConfigRollout{})
 	return !kerrors.IsNotFound(err)
 }
