@@ -79,13 +79,15 @@ func Run(ctx context.Context, o Options, work Work) error {
 	}
 	recorder, stop := newRecorder(cs, o)
 	defer stop()
-	leases := reportingLeases{LeaseInterface: cs.CoordinationV1().Leases(o.Namespace), report: newReporter(o, recorder)}
+	fence := NewFence(o.Name, o.Identity, o.RenewDeadline)
+	leases := reportingLeases{LeaseInterface: cs.CoordinationV1().Leases(o.Namespace), report: newReporter(o, recorder), fence: fence}
 	r := &replica{
+		fence:  fence,
 		o:      o,
 		work:   work,
 		leases: leases,
 		members: &members{
-			leases: leases, name: o.Name, identity: o.Identity,
+			leases: leases, name: o.Name, identity: o.Identity, shards: o.Shards,
 			duration: o.LeaseDuration, now: time.Now,
 		},
 		events:   make(chan event),
@@ -108,6 +110,7 @@ type replica struct {
 	work    Work
 	leases  coordinationclient.LeasesGetter
 	members *members
+	fence   *Fence
 
 	events   chan event
 	electing map[int]*elector // shards campaigned for, held or not
@@ -385,8 +388,9 @@ func (r *replica) resign(i int) {
 	r.drop(i)
 }
 
-// drop forgets a shard held.
+// drop forgets a shard held: nothing is written for it any more.
 func (r *replica) drop(i int) {
+	r.fence.drop(Name(i))
 	if j := slices.Index(r.held, i); j >= 0 {
 		r.held = slices.Delete(r.held, j, j+1)
 		r.changed = time.Now()
@@ -400,6 +404,8 @@ func (r *replica) startEngine(ctx context.Context) {
 	r.engine = e
 	r.o.Logger.Info("Acting on the replica's shards", "shards", Names(e.owned))
 	r.o.Metrics.setActing(e.owned, true)
+	// Every reconcile of the share checks its writes against the fence.
+	ctx = WithFence(ctx, r.fence)
 	go func() { e.done <- r.work(ctx, e.owned) }()
 }
 

@@ -185,11 +185,13 @@ func (r *reporter) message(verb, lease, reason string, err error) string {
 }
 
 // reportingLeases is a replica's client of its Leases: each request it
-// sends is noted by the reporter. Every request on the provider's Leases,
-// its own and client-go's leader election's, goes through it.
+// sends is noted by the reporter, and each write of a shard's Lease that
+// succeeds by the fence. Every request on the provider's Leases, its own
+// and client-go's leader election's, goes through it.
 type reportingLeases struct {
 	coordinationclient.LeaseInterface
 	report *reporter
+	fence  *Fence
 }
 
 // Leases is the client itself: a replica's Leases are all in one
@@ -210,14 +212,22 @@ func (l reportingLeases) List(ctx context.Context, o metav1.ListOptions) (*coord
 }
 
 func (l reportingLeases) Create(ctx context.Context, lease *coordinationv1.Lease, o metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	start := l.fence.start()
 	out, err := l.LeaseInterface.Create(ctx, lease, o)
 	l.report.done(ctx, "create", lease.Name, err)
+	if err == nil {
+		l.fence.wrote(out, start)
+	}
 	return out, err
 }
 
 func (l reportingLeases) Update(ctx context.Context, lease *coordinationv1.Lease, o metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	start := l.fence.start()
 	out, err := l.LeaseInterface.Update(ctx, lease, o)
 	l.report.done(ctx, "update", lease.Name, err)
+	if err == nil {
+		l.fence.wrote(out, start)
+	}
 	return out, err
 }
 

@@ -393,5 +393,9 @@ func (r *Resolver) newClient(cfg *rest.Config) (client.Client, error) {
 	// No client-side rate, as for the manager's clients (flow.Control.Bound):
 	// a remote cluster's priority and fairness protects it.
 	cfg.QPS, cfg.Burst, cfg.RateLimiter = -1, 0, nil
-	return client.New(cfg, client.Options{Scheme: r.scheme})
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: r.scheme})
+	if err != nil {
+		return nil, err
+	}
+	return fenced(c), nil
 }

@@ -29,6 +29,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
 	"github.com/clusterops/provider-clusterops/internal/flow"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 	"github.com/clusterops/provider-clusterops/internal/target"
 	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
@@ -286,7 +287,10 @@ func inShare(share labels.Selector) predicate.Predicate {
 // for a kind whose CRD was there when the replica's share was built; a kind
 // activated later is cached whole until it is built again, and its
 // resources of other shards, enqueued by the objects they made or by a
-// label moved away, are another replica's work.
+// label moved away, are another replica's work. A resource of the share is
+// reconciled only while the replica's fence lets it write for its shard,
+// and its writes to the target cluster are checked again as they are sent
+// (shard.WritingFor; TestShareOnlyFencesWrites).
 type shareOnly struct {
 	reconcile.Reconciler
 	kube   client.Reader
@@ -296,11 +300,25 @@ type shareOnly struct {
 
 func (s shareOnly) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	o, _ := s.object.DeepCopyObject().(client.Object)
-	if err := s.kube.Get(ctx, req.NamespacedName, o); err == nil && !s.share.Matches(labels.Set(o.GetLabels())) {
+	err := s.kube.Get(ctx, req.NamespacedName, o)
+	if err == nil && !s.share.Matches(labels.Set(o.GetLabels())) {
 		return reconcile.Result{}, nil
+	}
+	if f := shard.FenceFrom(ctx); err == nil && f != nil {
+		v := o.GetLabels()[shard.Label]
+		if err := f.Check(v); err != nil {
+			// About to lose the shard, or lost it: the replica stops its
+			// work on it at once, and the request is retried meanwhile.
+			return reconcile.Result{RequeueAfter: fenceRetry}, nil
+		}
+		ctx = shard.WritingFor(ctx, v)
 	}
 	return s.Reconciler.Reconcile(ctx, req)
 }
+
+// fenceRetry is how soon a resource whose shard the fence refused is tried
+// again: by then the replica holds the shard anew or stopped acting on it.
+const fenceRetry = 2 * time.Second
 
 // EnqueueOwner enqueues the managed resource named by an object's label key, in
 // the object's namespace: how each kind hears about the objects it made.

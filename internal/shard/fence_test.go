@@ -1,0 +1,103 @@
+package shard
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestFence(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	lease := func(shard, holder string) *coordinationv1.Lease {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "p-shard-" + shard}}
+		if holder != "" {
+			l.Spec.HolderIdentity = ptr.To(holder)
+		}
+		return l
+	}
+	type write struct {
+		lease *coordinationv1.Lease
+		at    time.Duration // after t0
+	}
+	cases := map[string]struct {
+		reason  string
+		writes  []write
+		dropped string
+		now     time.Duration
+		shard   string
+		want    bool
+	}{
+		"NeverHeld": {
+			reason: "A shard whose Lease this replica never wrote is not its own.",
+			now:    time.Second, shard: "0",
+		},
+		"Renewed": {
+			reason: "Within the renew deadline of the start of its last renewal, the shard is its own.",
+			writes: []write{{lease("0", "me"), 0}}, now: 5999 * time.Millisecond, shard: "0", want: true,
+		},
+		"PastTheDeadline": {
+			reason: "At the renew deadline, another replica may be about to take it: no more writes.",
+			writes: []write{{lease("0", "me"), 0}}, now: 6 * time.Second, shard: "0",
+		},
+		"RenewedAgain": {
+			reason: "A later renewal moves the deadline.",
+			writes: []write{{lease("0", "me"), 0}, {lease("0", "me"), 5 * time.Second}}, now: 10 * time.Second, shard: "0", want: true,
+		},
+		"Released": {
+			reason: "A Lease written to name no holder (released) is not its own.",
+			writes: []write{{lease("0", "me"), 0}, {lease("0", ""), time.Second}}, now: 2 * time.Second, shard: "0",
+		},
+		"TakenByAnother": {
+			reason: "A Lease written to name another holder is not its own.",
+			writes: []write{{lease("0", "me"), 0}, {lease("0", "other"), time.Second}}, now: 2 * time.Second, shard: "0",
+		},
+		"Dropped": {
+			reason: "A shard the replica lost or gave up is not its own.",
+			writes: []write{{lease("0", "me"), 0}}, dropped: "0", now: time.Second, shard: "0",
+		},
+		"OtherShard": {
+			reason: "A renewal of one shard's Lease says nothing of another's.",
+			writes: []write{{lease("1", "me"), 0}}, now: time.Second, shard: "0",
+		},
+		"NotAShardLease": {
+			reason: "The replica's membership Lease is no shard's.",
+			writes: []write{{&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "p-replica-me"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("me")}}, 0}},
+			now:    time.Second, shard: "",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := NewFence("p", "me", 6*time.Second)
+			for _, w := range tc.writes {
+				f.wrote(w.lease, t0.Add(w.at))
+			}
+			if tc.dropped != "" {
+				f.drop(tc.dropped)
+			}
+			f.now = func() time.Time { return t0.Add(tc.now) }
+			err := f.Check(tc.shard)
+			if diff := cmp.Diff(tc.want, err == nil); diff != "" {
+				t.Errorf("\n%s\nCheck(%q) = %v: -want allowed, +got:\n%s", tc.reason, tc.shard, err, diff)
+			}
+			// The same answer through a reconcile's context.
+			ctx := WritingFor(WithFence(context.Background(), f), tc.shard)
+			if got := CheckWrite(ctx) == nil; got != tc.want {
+				t.Errorf("\n%s\nCheckWrite(...) allowed %t, want %t", tc.reason, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckWriteWithoutSharding(t *testing.T) {
+	if err := CheckWrite(context.Background()); err != nil {
+		t.Errorf("CheckWrite without a fence: %v, want nil", err)
+	}
+	if err := CheckWrite(WithFence(context.Background(), NewFence("p", "me", time.Second))); err != nil {
+		t.Errorf("CheckWrite outside a managed resource's reconcile: %v, want nil", err)
+	}
+}
