@@ -184,7 +184,7 @@ func FuzzCheck(f *testing.F) {
 		case denied || ns == "crossplane-system" || ns == "":
 		case ns == own && ownNamespace && err != nil:
 			t.Fatalf("own namespace %q refused: %v", ns, err)
-		case granted != (err == nil) && !(ns == own && ownNamespace):
+		case granted != (err == nil) && (ns != own || !ownNamespace):
 			t.Fatalf("namespace %q (own %q, granted %t): Check = %v", ns, own, granted, err)
 		}
 	})

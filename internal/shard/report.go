@@ -111,10 +111,9 @@ func (r *reporter) done(ctx context.Context, verb, lease string, err error) {
 
 	r.mu.Lock()
 	was, failed := r.failing[op]
-	switch {
-	case err == nil:
+	if err == nil {
 		delete(r.failing, op)
-	default:
+	} else {
 		r.failing[op] = reason
 	}
 	r.mu.Unlock()

@@ -23,32 +23,33 @@ func TestFencedClientWrites(t *testing.T) {
 	stale := shard.WithFence(context.Background(), shard.NewFence("p", "me", time.Minute))
 	cases := map[string]struct {
 		reason string
-		ctx    context.Context
+		ctx    func() context.Context
 		wrote  bool
 	}{
 		"Unsharded": {
 			reason: "Without sharding, writes go through.",
-			ctx:    context.Background(), wrote: true,
+			ctx:    context.Background, wrote: true,
 		},
 		"OutsideAReconcile": {
 			reason: "A write not made for a managed resource's shard goes through.",
-			ctx:    stale, wrote: true,
+			ctx:    func() context.Context { return stale }, wrote: true,
 		},
 		"FenceRefuses": {
 			reason: "A write for a shard whose Lease the replica does not hold is not sent.",
-			ctx:    shard.WritingFor(stale, "3"), wrote: false,
+			ctx:    func() context.Context { return shard.WritingFor(stale, "3") }, wrote: false,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			ctx := tc.ctx()
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "victim"}}
 			c := fenced(fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(pod.DeepCopy()).Build())
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "made"}}
 			writes := map[string]error{
-				"create": c.Create(tc.ctx, cm),
-				"patch":  c.Patch(tc.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "made"}}, client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"v"}}`))),
-				"evict":  c.SubResource("eviction").Create(tc.ctx, pod, &policyv1.Eviction{}),
-				"delete": c.Delete(tc.ctx, cm),
+				"create": c.Create(ctx, cm),
+				"patch":  c.Patch(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "apps", Name: "made"}}, client.RawPatch(types.MergePatchType, []byte(`{"data":{"k":"v"}}`))),
+				"evict":  c.SubResource("eviction").Create(ctx, pod, &policyv1.Eviction{}),
+				"delete": c.Delete(ctx, cm),
 			}
 			for verb, err := range writes {
 				if (err == nil || kerrors.IsNotFound(err)) != tc.wrote {
@@ -56,7 +57,7 @@ func TestFencedClientWrites(t *testing.T) {
 				}
 			}
 			// Reads are never fenced.
-			if err := c.Get(tc.ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err != nil && !tc.wrote {
+			if err := c.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{}); err != nil && !tc.wrote {
 				t.Errorf("\n%s\nget: %v, want reads to go through", tc.reason, err)
 			}
 		})

@@ -306,7 +306,7 @@ func (s shareOnly) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	if f := shard.FenceFrom(ctx); err == nil && f != nil {
 		v := o.GetLabels()[shard.Label]
-		if err := f.Check(v); err != nil {
+		if f.Check(v) != nil {
 			// About to lose the shard, or lost it: the replica stops its
 			// work on it at once, and the request is retried meanwhile.
 			return reconcile.Result{RequeueAfter: fenceRetry}, nil
