@@ -27,6 +27,10 @@ type members struct {
 	leases   coordinationclient.LeaseInterface
 	name     string // the provider's name, and its Leases' prefix
 	identity string
+	// shards is this replica's --shards, which its membership Lease
+	// carries as LabelShards: the live replicas it shares with are those
+	// of its own count (peers). Zero counts every replica.
+	shards   int
 	duration time.Duration
 	now      func() time.Time
 
@@ -37,6 +41,7 @@ type sighting struct {
 	version string
 	at      time.Time
 	holder  string
+	swept   time.Time // when this replica last tried to delete it
 }
 
 // Identity makes a replica's identity of its host's name and a random
@@ -69,7 +74,7 @@ func (m *members) renew(ctx context.Context) error {
 	l, err := m.leases.Get(ctx, m.leaseName(), metav1.GetOptions{})
 	if kerrors.IsNotFound(err) {
 		l = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: m.leaseName(), Labels: map[string]string{LabelReplicaOf: m.name}},
+			ObjectMeta: metav1.ObjectMeta{Name: m.leaseName(), Labels: m.labels()},
 			Spec: coordinationv1.LeaseSpec{
 				HolderIdentity:       ptr.To(m.identity),
 				LeaseDurationSeconds: ptr.To(int32(m.duration.Seconds())),
@@ -84,8 +89,29 @@ func (m *members) renew(ctx context.Context) error {
 		return errors.Wrap(err, "cannot get the replica's lease")
 	}
 	l.Spec.RenewTime = &now
+	l.Labels = m.labels()
 	_, err = m.leases.Update(ctx, l, metav1.UpdateOptions{})
 	return errors.Wrap(err, "cannot renew the replica's lease")
+}
+
+// labels are those of this replica's membership Lease.
+func (m *members) labels() map[string]string {
+	ls := map[string]string{LabelReplicaOf: m.name}
+	if m.shards > 0 {
+		ls[LabelShards] = strconv.Itoa(m.shards)
+	}
+	return ls
+}
+
+// peer is whether the replica of a membership Lease labelled ls shares the
+// shards with this one: it runs with the same --shards. While --shards
+// changes, the replicas of each count share its shards among themselves, so
+// that every shard of each count is wanted by one of its replicas: counted
+// together, the replicas of one count would leave to the others shards
+// those do not have. A replica older than LabelShards is no peer.
+// TestReadPeersAndSweeps holds it.
+func (m *members) peer(ls map[string]string) bool {
+	return m.shards <= 0 || ls[LabelShards] == strconv.Itoa(m.shards)
 }
 
 // A view is what one list of the provider's Leases says: the replicas alive
@@ -99,7 +125,9 @@ type view struct {
 
 // read lists the provider's Leases, the replicas' and the shards', and tells
 // which have changed within a lease duration by this replica's clock: one
-// list a retry period, whatever the number of replicas and shards.
+// list a retry period, whatever the number of replicas and shards. The
+// Leases of shards beyond this replica's count that nobody renewed for a
+// lease duration, left by replicas of a larger --shards, it deletes (sweep).
 func (m *members) read(ctx context.Context) (view, error) {
 	l, err := m.leases.List(ctx, metav1.ListOptions{LabelSelector: LabelReplicaOf + "=" + m.name})
 	if err != nil {
@@ -112,22 +140,45 @@ func (m *members) read(ctx context.Context) (view, error) {
 		lease := &l.Items[i]
 		s := sighting{version: lease.ResourceVersion, at: now, holder: ptr.Deref(lease.Spec.HolderIdentity, "")}
 		if prev, ok := m.seen[lease.Name]; ok && prev.version == s.version {
-			s.at = prev.at
+			s.at, s.swept = prev.at, prev.swept
 		}
-		seen[lease.Name] = s
 		fresh := now.Sub(s.at) < m.duration
 		if shard, ok := strings.CutPrefix(lease.Name, m.name+"-shard-"); ok {
-			if i, err := strconv.Atoi(shard); err == nil && !fresh && s.holder != "" && s.holder != m.identity {
+			i, err := strconv.Atoi(shard)
+			switch {
+			case err != nil || fresh:
+			case m.shards > 0 && i >= m.shards:
+				s.swept = m.sweep(ctx, lease, s.swept)
+			case s.holder != "" && s.holder != m.identity:
 				v.stale[i] = lease
 			}
+			seen[lease.Name] = s
 			continue
 		}
-		if s.holder != "" && s.holder != m.identity && fresh {
+		seen[lease.Name] = s
+		if s.holder != "" && s.holder != m.identity && fresh && m.peer(lease.Labels) {
 			v.live = append(v.live, s.holder)
 		}
 	}
 	m.seen = seen
 	return v, nil
+}
+
+// sweep deletes the Lease of a shard beyond this replica's count, which
+// nobody renewed for a lease duration, unless it changed since it was read:
+// a replica that renews it (one of a larger --shards) keeps it. It tries
+// once a lease duration, and returns when it last tried.
+func (m *members) sweep(ctx context.Context, l *coordinationv1.Lease, swept time.Time) time.Time {
+	now := m.now()
+	if !swept.IsZero() && now.Sub(swept) < m.duration {
+		return swept
+	}
+	// The Leases' client reports a failure (reporter); the next sweep, a
+	// lease duration later, tries again.
+	_ = m.leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{
+		UID: ptr.To(l.UID), ResourceVersion: ptr.To(l.ResourceVersion),
+	}})
+	return now
 }
 
 // takeOver makes this replica the holder of a shard's Lease that nobody
