@@ -37,6 +37,7 @@ TARGETS="
 ./internal/window/                          FuzzWindow
 ./internal/shard/                           FuzzAssign
 ./internal/shard/                           FuzzOf
+./internal/shard/                           FuzzDecide
 ./internal/shard/                           FuzzRangesSelector
 ./internal/ownwrite/                        FuzzOwnWrite
 ./internal/controller/chaosagent/           FuzzSelector
