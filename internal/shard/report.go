@@ -82,8 +82,12 @@ func newReporter(o Options, recorder record.EventRecorder) *reporter {
 // the shards, by verb.
 func expected(verb string, err error) bool {
 	switch verb {
-	case "get", "delete":
+	case "get":
 		return kerrors.IsNotFound(err)
+	case "delete":
+		// A Lease gone already, or changed since it was read (the
+		// preconditions of a sweep of shards gone).
+		return kerrors.IsNotFound(err) || kerrors.IsConflict(err)
 	case "create":
 		return kerrors.IsAlreadyExists(err)
 	case "update":
