@@ -273,6 +273,20 @@ type ChaosAction struct {
 	DryRun bool `json:"dryRun,omitempty"`
 }
 
+// A ChaosRound is a round a ChaosAgent has begun to act in.
+type ChaosRound struct {
+	// Number of the round: roundsRun once the round is recorded.
+	Number int64 `json:"number"`
+
+	// StartedAt is when the round began; the next round is due an interval
+	// later.
+	StartedAt metav1.Time `json:"startedAt"`
+
+	// Planned is how many actions the round planned to take.
+	// +optional
+	Planned int32 `json:"planned,omitempty"`
+}
+
 // ChaosAgentObservation is the observed state of a ChaosAgent.
 type ChaosAgentObservation struct {
 	// RoundsRun counts the rounds the agent ran, quiet ones excluded.
@@ -282,6 +296,16 @@ type ChaosAgentObservation struct {
 	// LastRoundTime is when the last round ran.
 	// +optional
 	LastRoundTime *metav1.Time `json:"lastRoundTime,omitempty"`
+
+	// RoundUnderWay is the round the agent has begun to act in and not yet
+	// recorded as finished. It is written, conditional on the agent's
+	// resourceVersion, before the round's first action, and cleared when the
+	// round is recorded. A provider replica that finds it set (its holder
+	// stopped, restarted or handed the agent over mid-round) never runs
+	// that round again: it records it as cut short, and the next round is
+	// due an interval after its start. Absent while no round acts.
+	// +optional
+	RoundUnderWay *ChaosRound `json:"roundUnderWay,omitempty"`
 
 	// NextRoundTime is when the next round is due.
 	// +optional

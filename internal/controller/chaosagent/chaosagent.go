@@ -48,7 +48,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		Object:           &v1alpha1.ChaosAgent{},
 		List:             &v1alpha1.ChaosAgentList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ChaosAgent) managed.TypedExternalClient[*v1alpha1.ChaosAgent] {
-			return &external{cluster: c, kube: mgr.GetClient(), record: rec, now: time.Now, memory: mem, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
+			return &external{cluster: c, kube: mgr.GetClient(), status: mgr.GetClient().Status(), record: rec, now: time.Now, memory: mem, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
 		},
 		PollHook: untilNextRound(time.Now),
 	})
@@ -81,7 +81,11 @@ type external struct {
 	cluster *target.Cluster
 	// kube reads the control plane from the manager's cache: the agent's
 	// config and, when the target is the provider's own cluster, namespaces.
-	kube   client.Reader
+	kube client.Reader
+	// status writes the agent's status to the control plane, at the
+	// resourceVersion it carries: how a round is recorded as under way
+	// before it acts (begin).
+	status client.SubResourceWriter
 	record event.Recorder
 	now    func() time.Time
 	memory *memory
@@ -113,6 +117,7 @@ func (e *external) Observe(ctx context.Context, ca *v1alpha1.ChaosAgent) (manage
 		return managed.ExternalObservation{}, errors.Wrap(err, "invalid spec.forProvider")
 	}
 	e.memory.recall(ca)
+	e.closeCutShort(ca)
 	// Recoveries are measured whatever else happens: a stopped agent's
 	// verdicts matter most.
 	if err := e.probe(ctx, ca, s); err != nil {
@@ -120,10 +125,7 @@ func (e *external) Observe(ctx context.Context, ca *v1alpha1.ChaosAgent) (manage
 	}
 	o := &ca.Status.AtProvider
 	now := e.now()
-	due := now
-	if o.LastRoundTime != nil {
-		due = o.LastRoundTime.Add(s.Interval)
-	}
+	due := dueAt(*o, s.Interval, now)
 	st, err := e.configStop(ctx, ca)
 	if err != nil {
 		return managed.ExternalObservation{}, err
@@ -251,6 +253,7 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 		t := metav1.NewTime(now)
 		next := metav1.NewTime(now.Add(s.Interval))
 		o.RoundsRun, o.LastRoundTime, o.NextRoundTime, o.TargetNamespaces = round, &t, &next, namespaces
+		o.RoundUnderWay = nil
 		o.LastRoundSummary = summarize(done, reasons)
 		e.memory.remember(ca)
 		if !slices.ContainsFunc(done, func(a v1alpha1.ChaosAction) bool { return a.Action != v1alpha1.ActionEvictionRefused }) {
@@ -296,6 +299,11 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 		return a.Kind == v1alpha1.ActionScaleDeployment || a.Kind == v1alpha1.ActionRewriteConfigMap
 	}) {
 		if err := b.load(ctx); err != nil {
+			return err
+		}
+	}
+	if !dry && len(plan.Actions) > 0 {
+		if err := e.begin(ctx, ca, round, now, s.Interval, len(plan.Actions)); err != nil {
 			return err
 		}
 	}

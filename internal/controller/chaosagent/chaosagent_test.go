@@ -65,7 +65,7 @@ func newExternal(t *testing.T, objs ...client.Object) (*external, client.Client)
 	evict := func(ctx context.Context, p *corev1.Pod) error {
 		return c.SubResource("eviction").Create(ctx, p, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}})
 	}
-	return &external{cluster: cl, kube: c, record: event.NewNopRecorder(), now: func() time.Time { return now }, evict: evict}, c
+	return &external{cluster: cl, kube: c, status: &begun{}, record: event.NewNopRecorder(), now: func() time.Time { return now }, evict: evict}, c
 }
 
 func deployment(ns, name string, replicas int32) *appsv1.Deployment {

@@ -13,8 +13,10 @@ import (
 // closely can see the agent as it was before the round, find a round due and
 // run a second one at once (and its status write then conflicts and is lost:
 // managedkind's package doc, "Write order"). Recalling the last round's
-// status in Observe prevents both. One provider replica reconciles at a time,
-// so the memory of the process is enough.
+// status in Observe prevents both within this process. The memory is lost on
+// a restart and rebuilt with each share: what keeps another holder from
+// running a round again is the round's record in status, written before it
+// acts (round.go).
 type memory struct {
 	mu    sync.Mutex
 	byUID map[types.UID]v1alpha1.ChaosAgentObservation

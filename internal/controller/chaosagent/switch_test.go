@@ -186,7 +186,7 @@ func TestKillSwitchBeforeEveryAction(t *testing.T) {
 				}}).Build()
 			e := &external{
 				cluster: &target.Cluster{Client: c, Local: true, Reach: reach.Policy{Config: "test", OwnNamespace: true, ProviderNamespace: "crossplane-system", Denied: reach.DefaultDenied}},
-				kube:    c, record: event.NewNopRecorder(), now: func() time.Time { return now },
+				kube:    c, status: &begun{}, record: event.NewNopRecorder(), now: func() time.Time { return now },
 			}
 			if _, err := e.Update(ctx, ca); err != nil {
 				t.Fatal(err)
