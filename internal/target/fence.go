@@ -18,10 +18,19 @@ import (
 // a freeze, writes nothing to the target cluster (TestFencedClientWrites).
 // Reads go through unchecked.
 func fenced(c client.WithWatch) client.WithWatch {
+	// A pointer, so that clients compare as the same when they are
+	// (TestClientsAreReused): the interceptor is a struct of funcs.
+	return &fencedClient{WithWatch: interceptor.NewClient(c, fencing())}
+}
+
+type fencedClient struct{ client.WithWatch }
+
+// fencing are the interceptor's functions that check each write.
+func fencing() interceptor.Funcs {
 	check := func(ctx context.Context) error {
 		return errors.Wrap(shard.CheckWrite(ctx), "cannot write")
 	}
-	return interceptor.NewClient(c, interceptor.Funcs{
+	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, o ...client.CreateOption) error {
 			if err := check(ctx); err != nil {
 				return err
@@ -76,5 +85,5 @@ func fenced(c client.WithWatch) client.WithWatch {
 			}
 			return c.SubResource(sub).Patch(ctx, obj, p, o...)
 		},
-	})
+	}
 }

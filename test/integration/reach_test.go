@@ -126,7 +126,7 @@ func TestAnotherClustersNamespaceIsNotTheTenants(t *testing.T) {
 	}
 	testenv.Eventually(t, wait, "the refused AppBundle to be deleted", func(ctx context.Context) (bool, error) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ab), &workloadv1alpha1.AppBundle{}); !kerrors.IsNotFound(err) {
-			return false, fmt.Errorf("get: %v", err)
+			return false, fmt.Errorf("get: %w", err)
 		}
 		return true, nil
 	})

@@ -139,7 +139,7 @@ func deleteAll(t *testing.T, ns string, names []string, objs ...client.Object) {
 	testenv.Eventually(t, wait, fmt.Sprintf("ConfigRollouts %v to be gone", names), func(ctx context.Context) (bool, error) {
 		for _, name := range names {
 			if _, err := rollout(ctx, ns, name); !kerrors.IsNotFound(err) {
-				return false, fmt.Errorf("%s: %v", name, err)
+				return false, fmt.Errorf("%s: %w", name, err)
 			}
 		}
 		return true, nil
