@@ -54,9 +54,9 @@
 //   - Status written anywhere is lost when step 8 meets a conflict (the
 //     managed resource changed since step 1): the reconciler drops it and
 //     requeues, while the changes Create or Update made outside stand. So
-//     what happened outside is read back from outside (or, for what cannot
-//     be, as a ChaosAgent's rounds, kept in memory by UID until status
-//     catches up).
+//     what happened outside is read back from outside, or, for what cannot
+//     be, recorded in status before acting with the version read (a
+//     ChaosAgent's round under way), so that no holder acts on it twice.
 //   - Observe runs on every reconcile (polls, watch events, a requeue after
 //     a create), so an event recorded there is recorded each time: record
 //     one when the state it reports changes, judged by data in status (the
