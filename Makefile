@@ -108,6 +108,15 @@ fuzz: ## Fuzz every pure function that takes user input (hack/fuzz.sh lists them
 fuzz-ci: ## Fuzz every target for 2s (part of make test); failing inputs land in testdata/fuzz, to commit.
 	hack/fuzz.sh 2s
 
+.PHONY: explore
+EXPLORE_TIMEOUT ?= 2h
+explore: ## Run the explorer (test/explore): random operation sequences with faults, checked against the kinds' invariants. SEED, SEQUENCES and STEPS select a long run, REPLAY=<file> replays one, RESULTS=<file> receives a summary.
+	cluster/local/build-tools.sh controlplane
+	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) \
+	  $(if $(SEED),EXPLORE_SEED=$(SEED)) $(if $(SEQUENCES),EXPLORE_SEQUENCES=$(SEQUENCES)) $(if $(STEPS),EXPLORE_STEPS=$(STEPS)) \
+	  $(if $(REPLAY),EXPLORE_REPLAY=$(abspath $(REPLAY))) $(if $(RESULTS),EXPLORE_RESULTS=$(abspath $(RESULTS))) \
+	  go test -count=1 -timeout $(EXPLORE_TIMEOUT) -v -run '^TestExplore$$' ./test/explore
+
 .PHONY: cluster-up
 cluster-up: ## Start the local control plane (etcd, apiserver, controller-manager, scheduler, kwok).
 	cluster/local/cluster-up.sh

@@ -1,0 +1,85 @@
+package explore
+
+import (
+	"context"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/clusterops/provider-clusterops/internal/provider"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+// stopTimeout bounds how long a stopped replica may take to return.
+const stopTimeout = 60 * time.Second
+
+// A replica is the provider running in-process as one sharded replica.
+type replica struct {
+	id     string
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// A Fleet is a sequence's live replicas, in the order they started: an op's
+// Replica indexes it.
+type Fleet struct {
+	cfg      *rest.Config
+	replicas []*replica
+}
+
+// Start starts a replica named id, as a replica of its own would run:
+// sharded over 4 shards on short Leases, with its own metrics registry.
+func (f *Fleet) Start(id string) error {
+	o := testenv.ProviderOptions(f.cfg, time.Hour, 50)
+	o.Shards, o.Identity, o.SkipNameValidation = shards, id, true
+	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
+	o.MetricsRegistry = prometheus.NewRegistry()
+	p, err := provider.New(o)
+	if err != nil {
+		return errors.Wrapf(err, "cannot build replica %s", id)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{id: id, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- p.Start(ctx) }()
+	f.replicas = append(f.replicas, r)
+	return nil
+}
+
+// Stop stops replica i and waits until it has returned.
+func (f *Fleet) Stop(i int) error {
+	if i < 0 || i >= len(f.replicas) {
+		return errors.Errorf("no replica %d of %d", i, len(f.replicas))
+	}
+	r := f.replicas[i]
+	f.replicas = append(f.replicas[:i], f.replicas[i+1:]...)
+	r.cancel()
+	select {
+	case err := <-r.done:
+		return errors.Wrapf(err, "replica %s stopped", r.id)
+	case <-time.After(stopTimeout):
+		return errors.Errorf("replica %s did not stop within %s", r.id, stopTimeout)
+	}
+}
+
+// StopAll stops every replica.
+func (f *Fleet) StopAll() error {
+	var first error
+	for len(f.replicas) > 0 {
+		if err := f.Stop(0); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// IDs are the live replicas' identities.
+func (f *Fleet) IDs() []string {
+	out := make([]string, 0, len(f.replicas))
+	for _, r := range f.replicas {
+		out = append(out, r.id)
+	}
+	return out
+}
