@@ -85,25 +85,22 @@ func (g group) value(o any) (string, bool) {
 // byValue indexes a label group's shared store by the label's value.
 const byValue = "value"
 
-// coalesce moves the owners of g's own name watches to its shared informer and
-// stops those watches; s.mu is held.
+// coalesce stops g's own name watches once its shared informer serves their
+// owners, which are the Set's (values); s.mu is held.
 func (s *Set) coalesce(g group) {
-	r := s.shared[g]
 	for name := range s.named[g] {
-		k := g.watch(name)
-		r.names[name] = s.watches[k].owners
-		s.stopWatch(k)
+		s.stopWatch(g.watch(name))
 	}
 }
 
 // startShared runs the informer that serves every name watch of g: the whole
 // namespace, stripped by slim like any watch; s.mu is held.
 func (s *Set) startShared(c *target.Cluster, g group) error {
-	r, err := s.inform(c, g.shared(), func(h happening, objs ...any) { s.notifyNames(g, h, objs...) })
+	r, err := s.inform(c, g.shared(), func(r *running, h happening, objs ...any) { s.route(r, within(g), h, objs...) })
 	if err != nil {
 		return err
 	}
-	r.names = map[string]*ownerSet{}
+	s.joinFamily(g, r)
 	s.shared[g] = r
 	return nil
 }

@@ -29,7 +29,7 @@ func SetCoalesceAbove(s *Set, n int) {
 func (s *Set) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.watches) + len(s.shared)
+	return len(s.watches) + len(s.shared) + len(s.wide)
 }
 
 // Synced reports whether every watch owner needs has listed its objects, so
@@ -39,7 +39,7 @@ func (s *Set) Synced(owner types.NamespacedName) bool {
 	defer s.mu.Unlock()
 	for h := range s.owners[owner] {
 		// A watch nothing serves will never sync; never dereference it.
-		if r, ok := s.serving(h.Value()); !ok || !r.informer.HasSynced() {
+		if r, ok := s.serving(h.Value()); !ok || !r.ctl.HasSynced() {
 			return false
 		}
 	}
@@ -59,4 +59,12 @@ func (s *Set) WaitSynced(ctx context.Context, owner types.NamespacedName) error 
 		}
 	}
 	return nil
+}
+
+// SetWideAbove makes a family of groups of s share one wide informer once
+// they span more than n namespaces, and narrow again below n/2.
+func SetWideAbove(s *Set, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wideAbove = n
 }

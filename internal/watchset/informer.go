@@ -11,10 +11,8 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -24,36 +22,47 @@ import (
 )
 
 type running struct {
-	stop     context.CancelFunc
-	informer toolscache.SharedIndexInformer
-	// handled syncs once the events of the informer's first list have
-	// been handed out, which the informer's own HasSynced does not wait for.
-	handled toolscache.ResourceEventHandlerRegistration
-	// owners are those of a watch's own informer. names, of a group's shared
-	// informer only, are the owners of each name it serves.
+	stop context.CancelFunc
+	// store holds what the informer's events delivered, no more: its
+	// handler runs as the store changes (lean.go).
+	store toolscache.Indexer
+	ctl   toolscache.Controller
+	// owners are those of a watch of no group; a group's owners are the
+	// Set's (values), whichever informer serves them.
 	owners *ownerSet
-	names  map[string]*ownerSet
-	// synced is set once the informer has listed (or stopped before);
-	// waiting are the owners to enqueue then (WhenSynced). Both under
-	// Set.mu.
+	// synced is set once the informer has listed and handed out the list's
+	// events (or stopped before); waiting are the owners to enqueue then
+	// (WhenSynced), and onSync completes a switch of strategy the informer
+	// ends (wide.go). All under Set.mu.
 	synced  bool
 	waiting map[types.NamespacedName]struct{}
+	onSync  func() []notice
 }
+
+// notifier hands the events of informer r to the owners they concern.
+type notifier func(r *running, h happening, objs ...any)
 
 // start runs the informer of k alone; s.mu is held.
 func (s *Set) start(c *target.Cluster, k key) error {
-	r, err := s.inform(c, k.Watch, func(h happening, objs ...any) { s.notify(k, h, objs...) })
+	notify := func(_ *running, h happening, objs ...any) { s.notify(k, h, objs...) }
+	g, name, named := k.named()
+	if named {
+		notify = func(r *running, h happening, objs ...any) { s.route(r, fixed(g, name), h, objs...) }
+	}
+	r, err := s.inform(c, k.Watch, notify)
 	if err != nil {
 		return err
 	}
-	r.owners = &ownerSet{}
 	s.watches[k] = r
-	if g, name, ok := k.named(); ok {
-		if s.named[g] == nil {
-			s.named[g] = map[string]struct{}{}
-		}
-		s.named[g][name] = struct{}{}
+	if !named {
+		r.owners = &ownerSet{}
+		return nil
 	}
+	s.joinFamily(g, r)
+	if s.named[g] == nil {
+		s.named[g] = map[string]struct{}{}
+	}
+	s.named[g][name] = struct{}{}
 	return nil
 }
 
@@ -69,20 +78,29 @@ func (s *Set) stopWatch(k key) {
 	}
 }
 
+// client returns the metadata client of cluster c; s.mu is held.
+func (s *Set) client(c *target.Cluster) (metadata.Interface, error) {
+	if mc, ok := s.clients[c.ID]; ok {
+		return mc, nil
+	}
+	cfg := rest.CopyConfig(c.Config)
+	// Watches are long-lived: their requests are few, but many start at once
+	// when the provider starts, so they get a rate of their own.
+	cfg.QPS, cfg.Burst = 50, 100
+	mc, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot create a metadata client for watches")
+	}
+	s.clients[c.ID] = mc
+	return mc, nil
+}
+
 // inform runs an informer of w on cluster c whose events go to notify; s.mu
 // is held.
-func (s *Set) inform(c *target.Cluster, w Watch, notify func(h happening, objs ...any)) (*running, error) {
-	mc, ok := s.clients[c.ID]
-	if !ok {
-		cfg := rest.CopyConfig(c.Config)
-		// Watches are long-lived: their requests are few, but many start at once
-		// when the provider starts, so they get a rate of their own.
-		cfg.QPS, cfg.Burst = 50, 100
-		var err error
-		if mc, err = metadata.NewForConfig(cfg); err != nil {
-			return nil, errors.Wrap(err, "cannot create a metadata client for watches")
-		}
-		s.clients[c.ID] = mc
+func (s *Set) inform(c *target.Cluster, w Watch, notify notifier) (*running, error) {
+	mc, err := s.client(c)
+	if err != nil {
+		return nil, err
 	}
 	indexers := toolscache.Indexers{}
 	// A watch's events are all anyone uses: its store keeps only what the
@@ -103,13 +121,29 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(h happening, objs .
 			return []string{m.GetLabels()[w.Labels]}, nil
 		}
 	}
-	inf := metadatainformer.NewFilteredMetadataInformer(mc, w.Resource, w.Namespace, 0, indexers, func(o *metav1.ListOptions) {
-		o.LabelSelector, o.FieldSelector = w.Labels, w.Fields
-	}).Informer()
-	if err := inf.SetTransform(transform); err != nil {
-		return nil, errors.Wrap(err, "cannot slim watched objects")
+	r := &running{}
+	r.store, r.ctl = lean(mc, w, indexers, transform, s.handler(c.ID, w, func(h happening, objs ...any) { notify(r, h, objs...) }),
+		func(_ context.Context, _ *toolscache.Reflector, err error) {
+			// The informer retries with backoff; the managed resource's poll is
+			// the safety net meanwhile.
+			s.log.Debug("Watch failed; retrying", "resource", w.Resource.String(), "namespace", w.Namespace, "labels", w.Labels, "fields", w.Fields, "error", err)
+		})
+	ctx, stop := context.WithCancel(s.ctx)
+	if s.startHook != nil {
+		if err := s.startHook(ctx, w); err != nil {
+			stop()
+			return nil, err
+		}
 	}
-	handled, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+	r.stop = stop
+	go r.ctl.RunWithContext(ctx)
+	go s.awaitSync(ctx, r)
+	return r, nil
+}
+
+// handler turns the informer events of watch w on cluster id into notify's.
+func (s *Set) handler(id string, w Watch, notify func(h happening, objs ...any)) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(o any, initial bool) {
 			h := changed
 			if initial {
@@ -141,42 +175,31 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify func(h happening, objs .
 			}
 			// A deletion is nobody's own write: the copy a rule made and
 			// somebody deleted must be made again.
-			s.forgetWrite(key{cluster: c.ID, Watch: w}, o)
+			s.forgetWrite(key{cluster: id, Watch: w}, o)
 			notify(gone, o)
 		},
-	})
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot handle watch events")
 	}
-	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
-		// The informer retries with backoff; the managed resource's poll is
-		// the safety net meanwhile.
-		s.log.Debug("Watch failed; retrying", "resource", w.Resource.String(), "namespace", w.Namespace, "labels", w.Labels, "fields", w.Fields, "error", err)
-	})
-	ctx, stop := context.WithCancel(s.ctx)
-	if s.startHook != nil {
-		if err := s.startHook(ctx, w); err != nil {
-			stop()
-			return nil, err
-		}
-	}
-	r := &running{stop: stop, informer: inf, handled: handled}
-	go inf.RunWithContext(ctx)
-	go s.awaitSync(ctx, r)
-	return r, nil
 }
 
 // awaitSync enqueues the owners waiting for r to sync once it has, or once
 // it stopped before: they decide again either way. Synced is when the first
-// list's events have been sent, so those come first. The goroutine lasts
-// until the informer's first list.
+// list's events have been handed out, so those come first. The goroutine
+// lasts until the informer's first list.
 func (s *Set) awaitSync(ctx context.Context, r *running) {
-	toolscache.WaitForCacheSync(ctx.Done(), r.handled.HasSynced)
+	select {
+	case <-ctx.Done():
+	case <-r.ctl.HasSyncedChecker().Done():
+	}
 	s.mu.Lock()
 	r.synced = true
 	owners := slices.Collect(maps.Keys(r.waiting))
 	r.waiting = nil
+	var notices []notice
+	if r.onSync != nil {
+		notices = r.onSync()
+	}
 	s.mu.Unlock()
+	s.send(notices)
 	s.enqueue(owners, true)
 }
 
@@ -196,7 +219,7 @@ func (s *Set) WhenSynced(owner types.NamespacedName) bool {
 			go s.enqueue([]types.NamespacedName{owner}, true)
 			return false
 		}
-		if r.synced || r.handled.HasSynced() {
+		if r.synced || r.ctl.HasSynced() {
 			continue
 		}
 		all = false
@@ -212,29 +235,31 @@ func (s *Set) WhenSynced(owner types.NamespacedName) bool {
 // its transform kept them; false when there is no such watch yet, and the
 // caller reads the API server instead. The store is current up to the events
 // the watch has delivered, which are the events that enqueue its owners. A
-// name watch served by its group's shared informer lists its one object.
+// name watch served by its group's shared informer, or its resource's wide
+// one, lists its one object.
 func (s *Set) List(c *target.Cluster, w Watch) ([]*Object, bool) {
 	k := key{cluster: c.ID, Watch: w}
 	s.mu.Lock()
 	r, ok := s.serving(k)
+	own := ok && s.watches[k] == r
 	s.mu.Unlock()
-	if !ok || !r.informer.HasSynced() {
+	if !ok || !r.ctl.HasSynced() {
 		return nil, false
 	}
 	var items []any
-	if r.names != nil {
-		g, v, _ := k.named()
+	if g, v, named := k.named(); named && !own {
 		if g.label != "" {
-			items, _ = r.informer.GetIndexer().ByIndex(byValue, v)
-		} else if i, exists, _ := r.informer.GetStore().GetByKey(toolscache.NewObjectName(w.Namespace, v).String()); exists {
+			items, _ = r.store.ByIndex(byValue, v)
+		} else if i, exists, _ := r.store.GetByKey(toolscache.NewObjectName(w.Namespace, v).String()); exists {
 			items = []any{i}
 		}
 	} else {
-		items = r.informer.GetStore().List()
+		items = r.store.List()
 	}
 	out := make([]*Object, 0, len(items))
 	for _, i := range items {
-		if m, ok := asObject(i); ok {
+		// A wide informer's index holds the value in every namespace.
+		if m, ok := asObject(i); ok && (w.Namespace == "" || m.Namespace == w.Namespace) {
 			out = append(out, m)
 		}
 	}

@@ -21,10 +21,10 @@ func (s *Set) missed(owner types.NamespacedName, k key) bool {
 		return false
 	}
 	r, ok := s.serving(k)
-	if !ok || !r.informer.HasSynced() {
+	if !ok || !r.ctl.HasSynced() {
 		return false
 	}
-	o, exists, _ := r.informer.GetStore().GetByKey(toolscache.NewObjectName(k.Namespace, name).String())
+	o, exists, _ := r.store.GetByKey(toolscache.NewObjectName(k.Namespace, name).String())
 	want := object{cluster: k.cluster, resource: k.Resource, namespace: k.Namespace, name: name}
 	version, read := "", false
 	for _, rd := range s.reads[owner] {

@@ -67,6 +67,7 @@ func (s *Set) ensure(owner types.NamespacedName, ons []On, keep bool) error {
 	// running unowned, and no key in s.owners without its watch.
 	var started []key
 	var coalesced []group
+	var widened []family
 	undo := func() {
 		for _, k := range started {
 			s.stopWatch(k)
@@ -75,10 +76,11 @@ func (s *Set) ensure(owner types.NamespacedName, ons []On, keep bool) error {
 			s.shared[g].stop()
 			delete(s.shared, g)
 		}
+		s.unwiden(widened)
 	}
 	fresh := map[group][]key{}
 	for k := range want {
-		if _, ok := s.serving(k); ok {
+		if s.served(k) {
 			continue
 		}
 		if g, _, ok := k.named(); ok {
@@ -91,7 +93,15 @@ func (s *Set) ensure(owner types.NamespacedName, ons []On, keep bool) error {
 		}
 		started = append(started, k)
 	}
+	widened, err := s.widen(clusters, fresh)
+	if err != nil {
+		undo()
+		return err
+	}
 	for g, ks := range fresh {
+		if w := s.wideOf(g); w != nil && !w.leaving {
+			continue
+		}
 		// Counted before owner lets go of any name: coalescing a little early
 		// costs nothing but the namespace's other objects in the store.
 		if len(s.named[g])+len(ks) > s.coalesceAbove || s.crowded(owner.Namespace, g) {
@@ -110,8 +120,8 @@ func (s *Set) ensure(owner types.NamespacedName, ons []On, keep bool) error {
 			started = append(started, k)
 		}
 	}
-	// Nothing fails from here. The shared informers started, their groups'
-	// owners move over and only then do the watches they replace stop.
+	// Nothing fails from here. The shared informers started, and only then do
+	// the watches they replace stop.
 	for _, g := range coalesced {
 		s.coalesce(g)
 	}
@@ -161,21 +171,47 @@ func (s *Set) Owns(owner types.NamespacedName, c *target.Cluster, w Watch) bool 
 
 // own records that owner needs k, which is served; s.mu is held.
 func (s *Set) own(owner types.NamespacedName, k key) {
-	if g, name, ok := k.named(); ok {
-		if r, ok := s.shared[g]; ok {
-			if r.names[name] == nil {
-				r.names[name] = &ownerSet{}
+	g, v, ok := k.named()
+	if !ok {
+		s.watches[k].owners.add(owner)
+		return
+	}
+	vs := s.values[g]
+	if vs == nil {
+		vs = map[string]*ownerSet{}
+		s.values[g] = vs
+		if f, ok := g.family(); ok {
+			if s.spaces[f] == nil {
+				s.spaces[f] = map[string]struct{}{}
 			}
-			r.names[name].add(owner)
-			return
+			s.spaces[f][g.namespace] = struct{}{}
 		}
 	}
-	s.watches[k].owners.add(owner)
+	if vs[v] == nil {
+		vs[v] = &ownerSet{}
+	}
+	vs[v].add(owner)
 }
 
-// serving returns the informer that serves k: its group's shared one or its
-// own; s.mu is held.
+// serving returns the informer that serves k: while k's family switches
+// strategy, the old one until the new one has synced; s.mu is held.
 func (s *Set) serving(k key) (*running, bool) {
+	n, ok := s.narrowServing(k)
+	g, _, _ := k.named()
+	w := s.wideOf(g)
+	switch {
+	case w == nil:
+		return n, ok
+	case !ok, w.leaving && !n.synced, !w.leaving && w.synced:
+		return w.running, true
+	default:
+		return n, true
+	}
+}
+
+// narrowServing returns the narrow informer that serves k: its group's
+// shared one or its own; s.mu is held.
+func (s *Set) narrowServing(k key) (*running, bool) {
 	if g, _, ok := k.named(); ok {
 		if r, ok := s.shared[g]; ok {
 			return r, true
@@ -183,6 +219,17 @@ func (s *Set) serving(k key) (*running, bool) {
 	}
 	r, ok := s.watches[k]
 	return r, ok
+}
+
+// served reports whether an informer serves k from now on: a narrow one, or
+// its family's wide one that is not leaving; s.mu is held.
+func (s *Set) served(k key) bool {
+	if _, ok := s.narrowServing(k); ok {
+		return true
+	}
+	g, _, ok := k.named()
+	w := s.wideOf(g)
+	return ok && w != nil && !w.leaving
 }
 
 // Forget stops every watch that only owner needed and forgets its own
@@ -215,25 +262,40 @@ func (s *Set) OnForget(f func(types.NamespacedName)) {
 // release records that owner no longer needs k and stops the informer that
 // served k if nobody else needs it; s.mu is held.
 func (s *Set) release(owner types.NamespacedName, k key) {
-	if g, name, ok := k.named(); ok {
-		if r, ok := s.shared[g]; ok {
-			r.names[name].del(owner)
-			if r.names[name].len() == 0 {
-				delete(r.names, name)
-			}
-			if len(r.names) == 0 {
-				r.stop()
-				delete(s.shared, g)
-			}
+	g, v, ok := k.named()
+	if !ok {
+		r, ok := s.watches[k]
+		if !ok {
 			return
 		}
-	}
-	r, ok := s.watches[k]
-	if !ok {
+		r.owners.del(owner)
+		if r.owners.len() == 0 {
+			s.stopWatch(k)
+		}
 		return
 	}
-	r.owners.del(owner)
-	if r.owners.len() == 0 {
+	vs := s.values[g]
+	vs[v].del(owner)
+	if vs[v].len() > 0 {
+		return
+	}
+	delete(vs, v)
+	if _, ok := s.watches[k]; ok {
 		s.stopWatch(k)
+	}
+	if len(vs) > 0 {
+		return
+	}
+	delete(s.values, g)
+	if r, ok := s.shared[g]; ok {
+		r.stop()
+		delete(s.shared, g)
+	}
+	if f, ok := g.family(); ok {
+		delete(s.spaces[f], g.namespace)
+		if len(s.spaces[f]) == 0 {
+			delete(s.spaces, f)
+		}
+		s.adapt(f)
 	}
 }

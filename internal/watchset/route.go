@@ -71,23 +71,50 @@ func (s *Set) notify(k key, h happening, objs ...any) {
 	s.send(notices)
 }
 
-// notifyNames enqueues the owners in g of the value (name or label) of the
-// object objs are about, those the event concerns: other objects are
-// nobody's. An update that moves an object from one label value to another
-// concerns the owners of both.
-func (s *Set) notifyNames(g group, h happening, objs ...any) {
+// A placer tells the group and value (name or label value) of an object an
+// informer delivers; false if it has none.
+type placer func(o any) (group, string, bool)
+
+// fixed places every object of the informer of one value v of g, whose
+// store need not keep the label that says so.
+func fixed(g group, v string) placer {
+	return func(any) (group, string, bool) { return g, v, true }
+}
+
+// within places the objects of g's shared informer.
+func within(g group) placer {
+	return func(o any) (group, string, bool) {
+		v, ok := g.value(o)
+		return g, v, ok
+	}
+}
+
+// route enqueues the owners of the value (name or label) of the object objs
+// are about, in its group, those the event of informer r concerns: other
+// objects are nobody's. An update that moves an object from one label value
+// to another concerns the owners of both. Owners are the Set's, not r's: any
+// informer serving a group, narrow or wide, routes alike, so a switch of
+// strategy moves no owner. An object r lists as another informer of a
+// switching family told already is no news (told).
+func (s *Set) route(r *running, place placer, h happening, objs ...any) {
+	last, ok := asObject(objs[len(objs)-1])
+	if !ok {
+		return
+	}
+	var g group
 	values := make([]string, 0, len(objs))
 	for _, o := range objs {
-		if v, ok := g.value(o); ok && (len(values) == 0 || values[0] != v) {
-			values = append(values, v)
+		if at, v, ok := place(o); ok && (len(values) == 0 || values[0] != v) {
+			g, values = at, append(values, v)
 		}
 	}
 	s.mu.Lock()
 	var notices []notice
-	if r, ok := s.shared[g]; ok {
-		for _, v := range values {
-			notices = append(notices, s.concerned(r.names[v], g.watch(v), h, objs)...)
+	for _, v := range values {
+		if h == listed && s.told(r, g, v, last) {
+			continue
 		}
+		notices = append(notices, s.concerned(s.values[g][v], g.watch(v), h, objs)...)
 	}
 	s.mu.Unlock()
 	s.send(notices)

@@ -81,12 +81,19 @@ type Set struct {
 	mu      sync.Mutex
 	clients map[string]metadata.Interface
 	// watches are the informers of one watch each; shared those serving
-	// every name watch of a group. named are the names of each group that
-	// watches run, while it shares none: a group is in shared or named,
-	// never both once Ensure returns.
+	// every name watch of a group; wide those serving every group of a
+	// family (wide.go). named are the names of each group that watches run,
+	// while it shares none: a group is in shared or named, never both once
+	// Ensure returns.
 	watches map[key]*running
 	shared  map[group]*running
+	wide    map[family]*wideWatch
 	named   map[group]map[string]struct{}
+	// values are the owners of each value (name or label value) of each
+	// group, whichever informer serves it; spaces the namespaces of each
+	// family's groups.
+	values map[group]map[string]*ownerSet
+	spaces map[family]map[string]struct{}
 	// owners are each owner's watches, as handles: many owners hold the
 	// same few keys (a rule's ten copy watches), and a key is 120 bytes.
 	owners   map[types.NamespacedName]map[unique.Handle[key]]struct{}
@@ -102,8 +109,10 @@ type Set struct {
 	// counts none.
 	peers *Peers
 
-	// coalesceAbove is the package constant; tests lower or raise it.
+	// coalesceAbove and wideAbove are the package constants; tests lower or
+	// raise them.
 	coalesceAbove int
+	wideAbove     int
 
 	// startHook, set only by tests, runs as each watch starts with the watch's
 	// context; its error fails the start.
@@ -121,7 +130,10 @@ func New(log logging.Logger) *Set {
 		clients:  map[string]metadata.Interface{},
 		watches:  map[key]*running{},
 		shared:   map[group]*running{},
+		wide:     map[family]*wideWatch{},
 		named:    map[group]map[string]struct{}{},
+		values:   map[group]map[string]*ownerSet{},
+		spaces:   map[family]map[string]struct{}{},
 		owners:   map[types.NamespacedName]map[unique.Handle[key]]struct{}{},
 		interest: map[types.NamespacedName]Interest{},
 
@@ -129,6 +141,7 @@ func New(log logging.Logger) *Set {
 		reads:  map[types.NamespacedName][]read{},
 
 		coalesceAbove: coalesceAbove,
+		wideAbove:     wideAbove,
 	}
 }
 

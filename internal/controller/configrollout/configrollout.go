@@ -296,7 +296,8 @@ func (e *external) compare(ctx context.Context, cr *v1alpha1.ConfigRollout, ws [
 	var followed []string
 	for _, w := range ws {
 		key := w.Kind + "/" + w.Name
-		by, err := e.followedBy(ctx, cr, w)
+		rec := recorded[key]
+		by, err := e.followedBy(ctx, cr, w, rec)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -305,7 +306,6 @@ func (e *external) compare(ctx context.Context, cr *v1alpha1.ConfigRollout, ws [
 			continue
 		}
 		want := e.want(cr, w, o.Hash)
-		rec := recorded[key]
 		recent := rec.RecentRollouts
 		carried, baseline, adopted := runs(w.templateHash(), w.Lock == cr.GetName(), rec, want, o.Hash, complete && !cr.Spec.ForProvider.RollOnAdoption)
 		if adopted {

@@ -60,11 +60,21 @@ func runs(template string, ours bool, rec v1alpha1.RolledWorkload, want, all str
 	return template, false, false
 }
 
-// indexFollowing is the field index of ConfigRollouts by the workloads they
-// follow without having rolled them ("Kind/name", from the baselines in
-// status). Such a workload carries no lock yet: this index is how two
-// rollouts that start to follow one workload find each other.
+// indexFollowing is the field index of ConfigRollouts by the workloads
+// their status records as theirs ("Kind/name"): those they rolled (or found
+// carrying a hash, which runs treats alike) and those they follow by a
+// baseline (holding). Such a workload may carry no lock (a baseline's never
+// did; a rolled one's was dropped by a replace): this index is how another
+// rollout finds it is not to be taken (followedBy).
 const indexFollowing = "configrollout.following"
+
+// holding reports whether a rollout whose status records w holds it without
+// a lock, and whether by a roll: a hash that is not a baseline is the one
+// the rollout rolled it to, or found it carrying. An entry with neither
+// (a workload to roll on adoption, not rolled yet) holds nothing.
+func holding(w v1alpha1.RolledWorkload) (held, rolled bool) {
+	return w.Baseline || w.Hash != "", w.Hash != "" && !w.Baseline
+}
 
 // followingValues are a ConfigRollout's values of indexFollowing.
 func followingValues(o client.Object) []string {
@@ -74,11 +84,37 @@ func followingValues(o client.Object) []string {
 	}
 	var out []string
 	for _, w := range cr.Status.AtProvider.Workloads {
-		if w.Baseline {
+		if held, _ := holding(w); held {
 			out = append(out, workloadKey(w.Kind, w.Name))
 		}
 	}
 	return out
+}
+
+// rolledBy reports whether cr's status records workload key as rolled.
+func rolledBy(cr *v1alpha1.ConfigRollout, key string) bool {
+	for _, w := range cr.Status.AtProvider.Workloads {
+		if workloadKey(w.Kind, w.Name) == key {
+			_, rolled := holding(w)
+			return rolled
+		}
+	}
+	return false
+}
+
+// keeps reports whether rollout o, whose status records workload key,
+// keeps it from cr, and cr rolled tells whether cr's status records it as
+// rolled. A rolled record holds as a lock does, whatever the rollouts' ages:
+// a lost lock does not let another rollout take the workload as a baseline,
+// or the next change would be rolled by both. Of two records of one sort
+// (two baselines, or two rolls after a race), the first rollout keeps it.
+// Every pair of rollouts agrees: exactly one of them keeps the workload
+// (TestKeeps).
+func keeps(o, cr *v1alpha1.ConfigRollout, key string, crRolled bool) bool {
+	if oRolled := rolledBy(o, key); oRolled != crRolled {
+		return oRolled
+	}
+	return first(o, cr)
 }
 
 // first reports whether a precedes b among rollouts that follow one
@@ -91,12 +127,13 @@ func first(a, b *v1alpha1.ConfigRollout) bool {
 	return a.GetName() < b.GetName()
 }
 
-// followedBy returns the rollout other than cr that follows workload key
-// without a lock and precedes cr, or "" when cr may follow it: a workload
-// follows one ConfigRollout, whether by a lock or a baseline. r holds every
-// rollout of the namespace (otherRollouts); a rollout it cannot list yet
-// follows nothing new.
-func followedBy(ctx context.Context, r client.Reader, cr *v1alpha1.ConfigRollout, key string) (string, error) {
+// followedBy returns the rollout other than cr that holds workload key
+// without a lock and keeps it from cr (keeps), or "" when cr may follow it:
+// a workload follows one ConfigRollout, whether by a lock, a roll its
+// status records or a baseline. crRolled says whether cr's status records
+// it as rolled. r holds every rollout of the namespace (otherRollouts); a
+// rollout it cannot list yet follows nothing new.
+func followedBy(ctx context.Context, r client.Reader, cr *v1alpha1.ConfigRollout, key string, crRolled bool) (string, error) {
 	if r == nil {
 		return "", nil
 	}
@@ -107,7 +144,7 @@ func followedBy(ctx context.Context, r client.Reader, cr *v1alpha1.ConfigRollout
 	by := ""
 	for i := range l.Items {
 		o := &l.Items[i]
-		if o.GetName() != cr.GetName() && o.GetDeletionTimestamp() == nil && first(o, cr) && (by == "" || o.GetName() < by) {
+		if o.GetName() != cr.GetName() && o.GetDeletionTimestamp() == nil && keeps(o, cr, key, crRolled) && (by == "" || o.GetName() < by) {
 			by = o.GetName()
 		}
 	}
@@ -152,16 +189,18 @@ func watchFollowers(b *builder.Builder, others cache.Cache, c client.Reader, rd 
 }
 
 // followedBy names the other ConfigRollout that workload w follows, by its
-// lock or, without one, by that rollout's baseline; "" when it may follow
-// this one.
-func (e *external) followedBy(ctx context.Context, cr *v1alpha1.ConfigRollout, w workload) (string, error) {
+// lock or, without one, by what that rollout's status records of it (a
+// roll or a baseline); "" when it may follow this one. rec is what cr's
+// status records of w.
+func (e *external) followedBy(ctx context.Context, cr *v1alpha1.ConfigRollout, w workload, rec v1alpha1.RolledWorkload) (string, error) {
 	switch {
 	case w.Lock == cr.GetName():
 		return "", nil
 	case w.Lock != "" && e.holds(ctx, cr.GetNamespace(), w.Lock):
 		return w.Lock, nil
 	}
-	return followedBy(ctx, e.rollouts, cr, workloadKey(w.Kind, w.Name))
+	_, rolled := holding(rec)
+	return followedBy(ctx, e.rollouts, cr, workloadKey(w.Kind, w.Name), rolled)
 }
 
 // following says in one event which workloads the rollout starts to follow

@@ -22,7 +22,8 @@ func TestSlimRollout(t *testing.T) {
 	full.Status.AtProvider.Hash = "h"
 	full.Status.AtProvider.Workloads = []v1alpha1.RolledWorkload{
 		{Kind: KindDeployment, Name: "followed", Hash: "h", Baseline: true},
-		{Kind: KindDeployment, Name: "rolled", Hash: "h", LastRollout: &deleted},
+		{Kind: KindDeployment, Name: "rolled", Hash: "h", LastRollout: &deleted, RecentRollouts: []metav1.Time{deleted}},
+		{Kind: KindDeployment, Name: "toroll"},
 	}
 	slim := rollout()
 	slim.Spec = v1alpha1.ConfigRolloutSpec{}
@@ -30,7 +31,7 @@ func TestSlimRollout(t *testing.T) {
 	slim.SetDeletionTimestamp(&deleted)
 	slim.SetUID("uid")
 	slim.SetResourceVersion("7")
-	slim.Status.AtProvider.Workloads = []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "followed", Baseline: true}}
+	slim.Status.AtProvider.Workloads = []v1alpha1.RolledWorkload{{Kind: KindDeployment, Name: "followed", Baseline: true}, {Kind: KindDeployment, Name: "rolled", Hash: "h"}}
 
 	cases := map[string]struct {
 		reason string
@@ -38,7 +39,7 @@ func TestSlimRollout(t *testing.T) {
 		want   any
 	}{
 		"ConfigRollout": {
-			reason: "A rollout keeps what others read of it: identity, creation, deletion, and the workloads it follows by a baseline.",
+			reason: "A rollout keeps what others read of it: identity, creation, deletion, and the workloads it holds by a baseline or a roll, without times.",
 			in:     full,
 			want:   slim,
 		},
