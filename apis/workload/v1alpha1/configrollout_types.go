@@ -329,6 +329,46 @@ type ConfigRolloutObservation struct {
 	// while spec.forProvider.rolloutLimit holds a workload back.
 	// +optional
 	Progress *RolloutProgress `json:"progress,omitempty"`
+
+	// Wave is the wave of workloads the provider is rolling: recorded here,
+	// at the resourceVersion it read, before it writes to any of them, and
+	// cleared once it has written to all. Present only while a wave is under
+	// way, or when the provider that was rolling it stopped (a restart, a
+	// shard that moved to another replica): the next reconcile then rolls
+	// what the wave holds that does not carry its hash yet, and no workload
+	// is rolled twice for one change.
+	// +optional
+	Wave *RolloutWave `json:"wave,omitempty"`
+}
+
+// A RolloutWave is the workloads a ConfigRollout is about to roll, or is
+// rolling, and the hashes it rolls them to.
+type RolloutWave struct {
+	// Hash of all sources together (status.atProvider.hash) when the wave
+	// was recorded. A wave of another hash than the current one is over: a
+	// later change of the configuration superseded it.
+	Hash string `json:"hash"`
+
+	// At is when the wave was recorded: when its workloads were rolled, for
+	// the progress deadline of one whose own record was lost.
+	At metav1.Time `json:"at"`
+
+	// Workloads the wave rolls, in the order it rolls them.
+	// +listType=atomic
+	Workloads []WaveWorkload `json:"workloads"`
+}
+
+// A WaveWorkload is one workload of a wave.
+type WaveWorkload struct {
+	// Kind of the workload.
+	Kind string `json:"kind"`
+	// Name of the workload.
+	Name string `json:"name"`
+	// Hash the wave writes into its pod template; empty when it is the
+	// wave's hash (in auto mode a workload that reads only some keys is
+	// rolled to the hash of those).
+	// +optional
+	Hash string `json:"hash,omitempty"`
 }
 
 // A ConfigRolloutSpec defines the desired state of a ConfigRollout. A

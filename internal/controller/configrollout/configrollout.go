@@ -121,7 +121,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		List:             &v1alpha1.ConfigRolloutList{},
 		OwnNamespace:     true,
 		NewClient: func(c *target.Cluster, rec event.Recorder, cr *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
-			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait, rollouts: others}
+			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait, rollouts: others, status: mgr.GetClient().Status()}
 			if c.Local && (o.Watches == nil || o.Watches(cr.GetNamespace())) {
 				// The workloads' metadata watches feed the manager's cache on
 				// the provider's own cluster only, and on a sharded replica
@@ -176,6 +176,10 @@ type external struct {
 	now     func() time.Time
 	watches *watchset.Set
 	own     *ownwrite.Filter[types.NamespacedName]
+	// status writes the rollout's status at the resourceVersion it carries,
+	// on the provider's own cluster: how a wave is recorded before its
+	// workloads are rolled (intend); nil in unit tests.
+	status client.SubResourceWriter
 	// rollouts are every ConfigRollout of the cluster, whichever shard,
 	// indexed by the workloads they follow (otherRollouts); nil in unit
 	// tests.
@@ -268,6 +272,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (man
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
+	keepWave(o, pending)
 	prev := o.Plan
 	o.Plan = nil
 	if plan.Only(cr) {
@@ -319,7 +324,12 @@ func (e *external) compare(ctx context.Context, cr *v1alpha1.ConfigRollout, ws [
 			// carries is ours: only a rollout writes the lock, and Delete
 			// removes it. A stale read that counts again cannot write: its
 			// status update conflicts.
+			// One a wave cut short rolled was rolled when that wave was
+			// recorded (waveAt).
 			now := metav1.NewTime(e.now())
+			if at := waveAt(o, key, want); at != nil {
+				now = *at
+			}
 			o.Rollouts++
 			last[key] = &now
 			recent = remember(recent, now, limitOf(cr.Spec.ForProvider))
@@ -375,15 +385,24 @@ func (e *external) Create(context.Context, *v1alpha1.ConfigRollout) (managed.Ext
 
 // Update writes the current hash into the pod template of every selected
 // workload that runs an older configuration; the workload's controller rolls
-// its pods.
+// its pods. The wave is recorded in status before the first write (intend),
+// and cleared once every workload of it is written.
 func (e *external) Update(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalUpdate, error) {
 	cr.Status.AtProvider = *e.observed.DeepCopy()
-	o := &cr.Status.AtProvider
 	e.rolling(cr)
+	roll := e.toRoll(&cr.Status.AtProvider)
+	if err := e.intend(ctx, cr, roll); err != nil {
+		return managed.ExternalUpdate{}, err
+	}
+	wave := make(map[string]string, len(roll))
+	for _, x := range roll {
+		wave[workloadKey(x.Kind, x.Name)] = x.Hash
+	}
+	o := &cr.Status.AtProvider
 	for i := range o.Workloads {
 		w := &o.Workloads[i]
-		want := e.wanted(w.Kind, w.Name, o.Hash)
-		if upToDate(w.Hash, want, o.Hash) || !e.mayRoll(w.Kind, w.Name) {
+		want, ok := wave[workloadKey(w.Kind, w.Name)]
+		if !ok {
 			continue
 		}
 		if err := e.roll(ctx, cr, w.Kind, w.Name, want); err != nil {
@@ -395,6 +414,7 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.ConfigRollout) (mana
 		o.Rollouts++
 		e.record.Event(cr, event.Normal(reasonRolled, fmt.Sprintf("Rolled %s %q: its configuration changed (hash %s)", w.Kind, w.Name, want)))
 	}
+	o.Wave = nil
 	e.rolledWave(cr)
 	return managed.ExternalUpdate{}, nil
 }

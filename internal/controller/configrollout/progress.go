@@ -98,6 +98,10 @@ func (e *external) planWave(cr *v1alpha1.ConfigRollout, ws []workload, pending m
 	}
 	s := stagger(p)
 	wv := NextWave(cs, s, open, now)
+	if r := resumed(o.Wave, o.Hash, wv, now); len(r) > 0 {
+		// A wave cut short finishes before another starts (wave.go).
+		wv.Roll = r
+	}
 	e.gate = &gate{roll: map[string]bool{}, wave: wv, s: s}
 	for _, c := range wv.Roll {
 		e.gate.roll[c.Key()] = true

@@ -25,6 +25,7 @@ func TestSlimRollout(t *testing.T) {
 		{Kind: KindDeployment, Name: "rolled", Hash: "h", LastRollout: &deleted, RecentRollouts: []metav1.Time{deleted}},
 		{Kind: KindDeployment, Name: "toroll"},
 	}
+	full.Status.AtProvider.Wave = &v1alpha1.RolloutWave{Hash: "h", Workloads: []v1alpha1.WaveWorkload{{Kind: KindDeployment, Name: "toroll"}}}
 	slim := rollout()
 	slim.Spec = v1alpha1.ConfigRolloutSpec{}
 	slim.SetCreationTimestamp(metav1.NewTime(testNow))
