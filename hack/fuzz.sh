@@ -24,6 +24,7 @@ TARGETS="
 ./internal/controller/configrollout/        FuzzReadersIndex
 ./internal/controller/configrollout/        FuzzRuns
 ./internal/controller/configrollout/        FuzzRolloutLimit
+./internal/controller/configrollout/        FuzzKeeps
 ./internal/controller/copyrule/             FuzzSelectTargets
 ./internal/controller/copyrule/             FuzzCopyContent
 ./internal/controller/copyrule/             FuzzMakePlan
