@@ -2,14 +2,15 @@
 package controller
 
 import (
-	"sync"
+	"context"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -81,30 +82,99 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, parts Pa
 // established does not crash the provider. done, when not nil, is called once
 // every kind's setup has run (a failed one is logged), so that a caller can
 // wait for the controllers to be there.
+//
+// Nothing of it outlives mgr: once mgr stops, a setup under way ends, and a
+// kind whose CRD comes later is not set up; the gate, which has no
+// unregister, then holds of its callbacks neither mgr nor o, r and done, so
+// that a stopped manager is collected with its caches even while a kind's
+// CRD is never installed (TestShareRebuildsLeaveNothingBehind).
 func SetupGated(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, parts Parts, place shard.Placement, done func()) error {
 	if o.Gate == nil {
 		return errors.New("safe-start needs a gate")
 	}
 	ks := kinds(r, parts, place)
-	var left sync.WaitGroup
-	left.Add(len(ks))
-	for _, k := range ks {
-		o.Gate.Register(func() {
-			defer left.Done()
-			// The gate opens once a CRD is Established; the API server's
-			// discovery, which the manager's REST mapper reads, may not list
-			// the kind for a moment more. A kind whose setup first maps its
-			// own type (a field index) fails before it registers anything,
-			// so it tries again until discovery has it (about 20 s at most).
-			if err := retry.OnError(setupBackoff, meta.IsNoMatchError, func() error { return k.setup(mgr, o) }); err != nil {
-				mgr.GetLogger().Error(err, "cannot set up controller", "kind", k.gvks)
-			}
-		}, k.gvks...)
+	if done == nil {
+		done = func() {}
 	}
-	if done != nil {
-		go func() { left.Wait(); done() }()
+	if len(ks) == 0 {
+		done()
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &gated{mgr: bounded(mgr, ctx), o: o, kinds: ks, ctx: ctx, done: done}
+	g.left.Store(int32(len(ks))) //nolint:gosec // A handful of kinds.
+	s := &gatedSetups{stop: cancel}
+	s.live.Store(g)
+	if err := mgr.Add(s); err != nil {
+		cancel()
+		return errors.Wrap(err, "cannot tie safe-start's setups to the manager")
+	}
+	for i, k := range ks {
+		o.Gate.Register(func() { s.release(i) }, k.gvks...)
 	}
 	return nil
+}
+
+// gatedSetups is what the gate's callbacks hold: the kinds' setups while the
+// manager runs, nothing once it stopped. It is a runnable of the manager,
+// which tells it when it stops.
+type gatedSetups struct {
+	live atomic.Pointer[gated]
+	stop context.CancelFunc
+}
+
+// Start waits for the manager to stop, then drops the setups and ends those
+// under way.
+func (s *gatedSetups) Start(ctx context.Context) error {
+	<-ctx.Done()
+	s.live.Store(nil)
+	s.stop()
+	return nil
+}
+
+// NeedLeaderElection is false: it must hear the manager stop whether or not
+// it leads.
+func (s *gatedSetups) NeedLeaderElection() bool { return false }
+
+// release sets kind i up, unless the manager stopped.
+func (s *gatedSetups) release(i int) {
+	if g := s.live.Load(); g != nil {
+		g.setUp(i)
+	}
+}
+
+// gated are the setups of the kinds safe-start gates, and what they need.
+type gated struct {
+	mgr   ctrl.Manager
+	o     managedkind.Options
+	kinds []kind
+	// ctx ends when the manager stops: the gate runs setups outside any call.
+	ctx  context.Context //nolint:containedctx // See above.
+	left atomic.Int32
+	done func()
+}
+
+// setUp sets kind i up. The gate opens once a CRD is Established; the API
+// server's discovery, which the manager's REST mapper reads, may not list
+// the kind for a moment more. A kind whose setup first maps its own type (a
+// field index) fails before it registers anything, so it tries again until
+// discovery has it (about 20 s at most), or the manager stops.
+func (g *gated) setUp(i int) {
+	k := g.kinds[i]
+	var err error
+	_ = wait.ExponentialBackoffWithContext(g.ctx, setupBackoff, func(context.Context) (bool, error) {
+		err = k.setup(g.mgr, g.o)
+		return !meta.IsNoMatchError(err), nil
+	})
+	if g.ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		g.mgr.GetLogger().Error(err, "cannot set up controller", "kind", k.gvks)
+	}
+	if g.left.Add(-1) == 0 {
+		g.done()
+	}
 }
 
 // setupBackoff spaces the tries of a kind's setup while discovery catches up
@@ -161,4 +231,70 @@ func managed(r *target.Resolver) []kind {
 			setup: func(m ctrl.Manager, o managedkind.Options) error { return chaosagent.Setup(m, o, r) },
 		},
 	}
+}
+
+// bounded is mgr as a gated setup sees it: its cache's calls that wait for
+// an informer to sync also end with ctx. A setup waits with a context of its
+// own (context.Background, as for a field index); once the manager stopped,
+// its caches never sync, and such a wait would hold the setup, and the
+// manager, forever.
+func bounded(mgr ctrl.Manager, ctx context.Context) ctrl.Manager { //nolint:revive // ctx bounds, it is not the call's.
+	return boundedManager{Manager: mgr, cache: boundedCache{Cache: mgr.GetCache(), ctx: ctx}}
+}
+
+type boundedManager struct {
+	ctrl.Manager
+	cache boundedCache
+}
+
+func (m boundedManager) GetCache() cache.Cache { return m.cache }
+
+func (m boundedManager) GetFieldIndexer() client.FieldIndexer { return m.cache }
+
+type boundedCache struct {
+	cache.Cache
+	ctx context.Context //nolint:containedctx // It bounds the waits of every call.
+}
+
+// within is ctx, ended also when c.ctx ends.
+func (c boundedCache) within(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(c.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+func (c boundedCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	ctx, cancel := c.within(ctx)
+	defer cancel()
+	return c.Cache.Get(ctx, key, obj, opts...)
+}
+
+func (c boundedCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	ctx, cancel := c.within(ctx)
+	defer cancel()
+	return c.Cache.List(ctx, list, opts...)
+}
+
+func (c boundedCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	ctx, cancel := c.within(ctx)
+	defer cancel()
+	return c.Cache.GetInformer(ctx, obj, opts...)
+}
+
+func (c boundedCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	ctx, cancel := c.within(ctx)
+	defer cancel()
+	return c.Cache.GetInformerForKind(ctx, gvk, opts...)
+}
+
+func (c boundedCache) WaitForCacheSync(ctx context.Context) bool {
+	ctx, cancel := c.within(ctx)
+	defer cancel()
+	return c.Cache.WaitForCacheSync(ctx)
+}
+
+func (c boundedCache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	ctx, cancel := c.within(ctx)
+	defer cancel()
+	return c.Cache.IndexField(ctx, obj, field, extract)
 }

@@ -123,26 +123,25 @@ func (sh *sharding) watches(namespace string) bool {
 	return false
 }
 
-// filterWorkloads has the manager's cache ask the API server for only the
-// workloads of the namespaces filter selects (a shardSelector), so that a
-// replica holds its share's workloads and not every one of the cluster.
-func filterWorkloads(filter string) func(toolscache.ListerWatcher, kruntime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
-	return func(lw toolscache.ListerWatcher, obj kruntime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-		if configrollout.IsWorkloadMetadata(obj) {
-			lwc := toolscache.ToListerWatcherWithContext(lw)
-			lw = &toolscache.ListWatch{
-				ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
-					o.ShardSelector = filter
-					return lwc.ListWithContext(ctx, o)
-				},
-				WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-					o.ShardSelector = filter
-					return lwc.WatchWithContext(ctx, o)
-				},
-			}
-		}
-		return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
+// selectShare has a list and watch of the manager's cache ask the API
+// server for only the workloads of the namespaces filter selects (a
+// shardSelector), so that a replica holds its share's workloads and not every
+// one of the cluster; lw itself for any other kind, or without filter.
+func selectShare(lw toolscache.ListerWatcher, obj kruntime.Object, filter string) toolscache.ListerWatcher {
+	if filter == "" || !configrollout.IsWorkloadMetadata(obj) {
+		return lw
 	}
+	lwc := toolscache.ToListerWatcherWithContext(lw)
+	return toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
+			o.ShardSelector = filter
+			return lwc.ListWithContext(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.ShardSelector = filter
+			return lwc.WatchWithContext(ctx, o)
+		},
+	}, lw)
 }
 
 // share selects the managed resources of the shards the replica acts on,
