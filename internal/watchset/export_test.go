@@ -39,7 +39,7 @@ func (s *Set) Synced(owner types.NamespacedName) bool {
 	defer s.mu.Unlock()
 	for h := range s.owners[owner] {
 		// A watch nothing serves will never sync; never dereference it.
-		if r, ok := s.serving(h.Value()); !ok || !r.ctl.HasSynced() {
+		if r, ok := s.serving(h.Value()); !ok || !r.synced {
 			return false
 		}
 	}

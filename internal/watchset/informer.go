@@ -31,9 +31,12 @@ type running struct {
 	// Set's (values), whichever informer serves them.
 	owners *ownerSet
 	// synced is set once the informer has listed and handed out the list's
-	// events (or stopped before); waiting are the owners to enqueue then
-	// (WhenSynced), and onSync completes a switch of strategy the informer
-	// ends (wide.go). All under Set.mu.
+	// events (or stopped before). Under Set.mu it stands for the
+	// controller's HasSynced, which takes the lock its handler holds while
+	// waiting for Set.mu (TestWatchsetWidensAndNarrows deadlocked on it).
+	// waiting are the owners to enqueue then (WhenSynced), and onSync
+	// completes a switch of strategy the informer ends (wide.go). All under
+	// Set.mu.
 	synced  bool
 	waiting map[types.NamespacedName]struct{}
 	onSync  func() []notice
@@ -219,7 +222,7 @@ func (s *Set) WhenSynced(owner types.NamespacedName) bool {
 			go s.enqueue([]types.NamespacedName{owner}, true)
 			return false
 		}
-		if r.synced || r.ctl.HasSynced() {
+		if r.synced {
 			continue
 		}
 		all = false

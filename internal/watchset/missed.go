@@ -21,7 +21,7 @@ func (s *Set) missed(owner types.NamespacedName, k key) bool {
 		return false
 	}
 	r, ok := s.serving(k)
-	if !ok || !r.ctl.HasSynced() {
+	if !ok || !r.synced {
 		return false
 	}
 	o, exists, _ := r.store.GetByKey(toolscache.NewObjectName(k.Namespace, name).String())
