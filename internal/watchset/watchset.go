@@ -10,17 +10,21 @@
 // Watches of one object by name coalesce: once more than a few of them name
 // objects of one resource in one namespace, one metadata-only watch of that
 // namespace serves them all, and routes each event to the owners of the
-// object's name only. An informer costs an API-server watch and about ten
+// object's name only. An informer costs an API-server watch and six
 // goroutines, so a thousand managed resources naming a thousand ConfigMaps
 // would otherwise hold a thousand watches; coalesced, watches grow with the
-// namespaces in use, not with the references.
+// namespaces in use, not with the references. Past wideAbove namespaces of
+// one resource, one wide watch of the resource serves them all, so watches
+// stop growing with namespaces too.
 package watchset
 
 // This file holds the Set: its state, under one mutex, and its life as a
 // manager runnable. The Set's jobs are in files of their own: owners.go,
 // which watches each owner holds and when informers start and stop;
 // coalesce.go, watches of one name or label value sharing one informer;
-// informer.go, the informers, their sync and their stores; route.go, which
+// wide.go, a resource's groups in many namespaces sharing one informer;
+// informer.go, the informers, their sync and their stores; lean.go, the
+// informer each runs; route.go, which
 // owners an event enqueues; reads.go and missed.go, the versions owners have
 // already seen; ownwrites.go, the events of owners' own writes; slim.go, what
 // a store keeps of an object; peers.go, counting owners per namespace.
