@@ -2,8 +2,8 @@ package provider
 
 import (
 	"context"
+	"math"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -262,10 +263,14 @@ func positiveOr[T ~int64](v, d T) T {
 // lead runs a sharded replica until ctx ends: its share of the fleet, and
 // its leading part, which campaigns for the lead and runs the singletons
 // (the configs' controllers, the labeler) while it holds it. A leading part
-// that could not renew the Lease in time, as when the API server is slow to
-// answer, stops its singletons as it must; the replica then builds it again
-// to campaign anew, and keeps acting on its share meanwhile, rather than
-// exit and hand its shards over.
+// that stops with an error once it was elected lost the Lease (controller-
+// runtime stops it when it cannot renew in time, as when the API server is
+// slow to answer) or a singleton failed: the replica builds it again to
+// campaign anew, retrying with backoff while the API server does not answer
+// (buildLead), and keeps acting on its share all the while. Only a leading
+// part that fails before it was ever elected, which is misconfigured, stops
+// the replica (TestReplicaKeepsItsShareWhenItLosesTheLead,
+// TestReplicaKeepsItsShareWhileTheLeadCannotBeBuilt).
 func (p *Provider) lead(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -277,18 +282,53 @@ func (p *Provider) lead(ctx context.Context) error {
 	again.SkipNameValidation = true
 	for {
 		err := leading.run(ctx)
-		if ctx.Err() == nil && err != nil && strings.Contains(err.Error(), "leader election lost") {
-			if p.o.Logger != nil {
-				p.o.Logger.Info("Lost the lead; campaigning again, acting on the replica's share meanwhile", "error", err)
-			}
-			if leading, err = New(again); err == nil {
+		if ctx.Err() == nil && err != nil && elected(leading) {
+			p.logInfo("Lost the lead; campaigning again, acting on the replica's share meanwhile", "error", err)
+			if leading = p.buildLead(ctx, again); leading != nil {
 				continue
 			}
+			err = nil // Stopped while building it again.
 		}
 		cancel()
 		if serr := <-shared; err == nil {
 			err = serr
 		}
 		return err
+	}
+}
+
+// elected is whether p's manager won its leader election before it stopped.
+func elected(p *Provider) bool {
+	select {
+	case <-p.Manager.Elected():
+		return true
+	default:
+		return false
+	}
+}
+
+// buildLead builds the leading part again from o, retrying with backoff
+// until ctx ends: building it reads the API server, which may be as slow to
+// answer as it was to renew the Lease. Nil once ctx ended.
+func (p *Provider) buildLead(ctx context.Context, o Options) *Provider {
+	b := wait.Backoff{Duration: time.Second, Factor: 2, Jitter: 0.1, Steps: math.MaxInt32, Cap: 30 * time.Second}
+	for {
+		l, err := New(o)
+		if err == nil {
+			return l
+		}
+		d := b.Step()
+		p.logInfo("Cannot build the leading part again; retrying, acting on the replica's share meanwhile", "error", err, "retryAfter", d)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(d):
+		}
+	}
+}
+
+func (p *Provider) logInfo(msg string, kv ...any) {
+	if p.o.Logger != nil {
+		p.o.Logger.Info(msg, kv...)
 	}
 }

@@ -5,11 +5,13 @@ package sharded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -368,6 +370,41 @@ func acting(reg *prometheus.Registry) float64 {
 // campaigns again, and acts on its shards all the while: it neither exits
 // nor hands them over.
 func TestReplicaKeepsItsShareWhenItLosesTheLead(t *testing.T) {
+	keepsItsShare(t, "solo", nil)
+}
+
+// TestReplicaKeepsItsShareWhileTheLeadCannotBeBuilt: as above, while the
+// API server refuses the reads that building the leading part makes first
+// (the shards' placement, in the provider's namespace), so that building it
+// again fails for a while: the replica retries it, acting on its shards all
+// the while, and leads again once the API server answers.
+func TestReplicaKeepsItsShareWhileTheLeadCannotBeBuilt(t *testing.T) {
+	keepsItsShare(t, "patient", &outage{})
+}
+
+// An outage refuses the replica's managers' reads of the ConfigMaps of the
+// provider's namespace (where the shards' placement is read) while on, and
+// counts them.
+type outage struct {
+	on      atomic.Bool
+	refused atomic.Int64
+}
+
+func (o *outage) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTrip(func(r *http.Request) (*http.Response, error) {
+		if o.on.Load() && strings.HasPrefix(r.URL.Path, "/api/v1/namespaces/"+testenv.ProviderNamespace+"/configmaps") {
+			o.refused.Add(1)
+			return nil, errors.New("refused by the test's outage")
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+// keepsItsShare runs replica id alone, takes its lead away, and checks that
+// it acts on every shard until it leads again; with an outage, the API
+// server refuses those reads from then on for a few seconds.
+func keepsItsShare(t *testing.T, id string, down *outage) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	c := env.Client
@@ -377,10 +414,14 @@ func TestReplicaKeepsItsShareWhenItLosesTheLead(t *testing.T) {
 	o := testenv.ProviderOptions(env.Config, time.Hour, 50)
 	// Its controllers' names are checked, as in a process of its own: the
 	// leading part built again must not fail on its own names.
-	o.Shards, o.Identity = shards, "solo"
+	o.Shards, o.Identity = shards, id
 	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
 	reg := prometheus.NewRegistry()
 	o.MetricsRegistry = reg
+	if down != nil {
+		// The names were checked by the test before, in this process.
+		o.WrapManager, o.SkipNameValidation = down.wrap, true
+	}
 	p, err := provider.New(o)
 	if err != nil {
 		t.Fatal(err)
@@ -398,13 +439,22 @@ func TestReplicaKeepsItsShareWhenItLosesTheLead(t *testing.T) {
 		return ptr.Deref(l.Spec.HolderIdentity, ""), nil
 	}
 	// The only replica leads: the Lease names its leading part (controller-
-	// runtime's identity, not the replica's).
-	testenv.Eventually(t, wait, "solo to lead and act on every shard", func(ctx context.Context) (bool, error) {
-		id, err := leader(ctx)
-		return id != "" && acting(reg) == shards, err
+	// runtime's identity, not the replica's). Its share has been built: it
+	// acts on every shard, as it has for a few seconds.
+	var since time.Time
+	testenv.Eventually(t, wait, id+" to lead and act on every shard", func(ctx context.Context) (bool, error) {
+		holder, err := leader(ctx)
+		if acting(reg) != shards {
+			since = time.Time{}
+			return false, err
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		return holder != "" && holder != "thief" && time.Since(since) > 3*time.Second, err
 	})
 
-	// Another holder takes the leading Lease: solo cannot renew it.
+	// Another holder takes the leading Lease: the replica cannot renew it.
 	l, err := leases.Get(ctx, provider.LeaderElectionID, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -414,23 +464,36 @@ func TestReplicaKeepsItsShareWhenItLosesTheLead(t *testing.T) {
 	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	outageEnds := time.Now().Add(20 * time.Second)
+	if down != nil {
+		down.on.Store(true)
+	}
 	deadline := time.Now().Add(wait)
 	for {
 		if n := acting(reg); n != shards {
-			t.Fatalf("solo acts on %v shards after it lost the lead, want all %d", n, shards)
+			t.Fatalf("%s acts on %v shards after it lost the lead, want all %d", id, n, shards)
 		}
 		select {
 		case err := <-stopped:
-			t.Fatalf("solo stopped when it lost the lead: %v", err)
+			t.Fatalf("%s stopped when it lost the lead: %v", id, err)
 		default:
 		}
+		// Healed once building the lead again failed twice (a retry), or
+		// after a while at most.
+		if down != nil && down.on.Load() && (down.refused.Load() >= 2 || time.Now().After(outageEnds)) {
+			t.Logf("the API server refused %d requests of %s's managers", down.refused.Load(), id)
+			down.on.Store(false)
+		}
 		holder, err := leader(ctx)
-		if err == nil && holder != "thief" && holder != "" {
-			t.Logf("solo leads again as %s", holder)
+		if err == nil && holder != "thief" && holder != "" && (down == nil || !down.on.Load()) {
+			t.Logf("%s leads again as %s", id, holder)
+			if down != nil && down.refused.Load() == 0 {
+				t.Errorf("%s built its leading part again without meeting the outage", id)
+			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("solo did not lead again within %s: the Lease is %q's", wait, holder)
+			t.Fatalf("%s did not lead again within %s: the Lease is %q's", id, wait, holder)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
