@@ -284,3 +284,22 @@ func describe(ctx context.Context, s *State, j int, d *appsv1.Deployment) string
 		d.Annotations[configrollout.AnnotationLock], d.Spec.Template.Annotations[configrollout.AnnotationHash],
 		ro(j), r.Status.AtProvider.Hash, r.Status.AtProvider.Rollouts, r.Status.AtProvider.Workloads)
 }
+
+// noCopyLeft: no copy of any of the world's rules is left anywhere, once
+// they are all deleted.
+func noCopyLeft(ctx context.Context, s *State) error {
+	rules := map[string]bool{s.World.AllSource() + "/" + allRule: true}
+	for j := range targets {
+		rules[s.World.Source()+"/"+rule(j)] = true
+	}
+	l := &corev1.ConfigMapList{}
+	if err := s.World.c.List(ctx, l, client.HasLabels{copyrule.LabelRuleUID}); err != nil {
+		return errors.Wrap(err, "cannot list copies")
+	}
+	for _, cm := range l.Items {
+		if r := cm.Annotations[copyrule.AnnotationRule]; rules[r] {
+			return errors.Errorf("copy %s/%s of deleted rule %s is still there", cm.Namespace, cm.Name, r)
+		}
+	}
+	return nil
+}

@@ -185,7 +185,11 @@ func (r *run) teardown() {
 	for j := range targets {
 		r.st.Deleted[j] = true
 	}
-	gone := []oracle{{"a deleted rule's copies are gone", deletedGone}, {"every managed resource is gone", noneLeft}}
+	gone := []oracle{
+		{"a deleted rule's copies are gone", deletedGone},
+		{"every managed resource is gone", noneLeft},
+		{"no copy of a deleted rule is left", noCopyLeft},
+	}
 	if name, err := settle(gone, r.st, settleTimeout); err != nil {
 		r.fail(len(r.seq.Ops), name, err)
 	}
@@ -226,6 +230,8 @@ func (r *run) fail(step int, name string, err error) {
 		r.t.Logf("cannot write the replay: %v", werr)
 	}
 	r.sum.violated(Violation{Seed: r.seq.Seed, Step: step, Oracle: name, Detail: err.Error(), Replay: path})
-	r.t.Fatalf("seed %d, step %d: invariant %q violated: %v\nfleet: %v\nreplay with EXPLORE_REPLAY=%s:\n%s",
-		r.seq.Seed, step, name, err, r.st.Fleet.IDs(), path, replay.JSON())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r.t.Fatalf("seed %d, step %d: invariant %q violated: %v\nfleet: %v\n%s\nreplay with EXPLORE_REPLAY=%s:\n%s",
+		r.seq.Seed, step, name, err, r.st.Fleet.IDs(), r.st.Describe(ctx), path, replay.JSON())
 }

@@ -1,0 +1,51 @@
+package explore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
+	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/provider"
+	"github.com/clusterops/provider-clusterops/internal/shard"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+// Describe is what a report of a violation shows of the world besides the
+// oracle's own words: who holds each shard's Lease, and each managed
+// resource's shard and conditions.
+func (s *State) Describe(ctx context.Context) string {
+	var b strings.Builder
+	b.WriteString("shards:")
+	for i := range shards {
+		l := &coordinationv1.Lease{}
+		name := fmt.Sprintf("%s-shard-%d", provider.LeaderElectionID, i)
+		if err := s.World.c.Get(ctx, types.NamespacedName{Namespace: testenv.ProviderNamespace, Name: name}, l); err != nil {
+			fmt.Fprintf(&b, " %d: %v;", i, err)
+			continue
+		}
+		fmt.Fprintf(&b, " %d: %s;", i, ptr.Deref(l.Spec.HolderIdentity, ""))
+	}
+	mgs, err := s.World.managed(ctx)
+	if err != nil {
+		return b.String() + " " + err.Error()
+	}
+	for _, mg := range mgs {
+		fmt.Fprintf(&b, "\n%T %s/%s shard %q (%s):", mg, mg.GetNamespace(), mg.GetName(), mg.GetLabels()[shard.Label], mg.GetLabels()[shard.LabelShards])
+		for _, ct := range []xpv2.ConditionType{xpv2.TypeSynced, xpv2.TypeReady} {
+			c := mg.GetCondition(ct)
+			fmt.Fprintf(&b, " %s=%s %s %q;", ct, c.Status, c.Reason, c.Message)
+		}
+		if r, ok := mg.(*copyv1alpha1.CopyRule); ok {
+			o := r.Status.AtProvider
+			fmt.Fprintf(&b, " copies %q, in sync %d of %d, problems %+v", o.Copies, o.CopiesInSync, o.IntendedCopies, o.Problems)
+		}
+	}
+	return b.String()
+}
