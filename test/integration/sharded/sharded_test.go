@@ -185,23 +185,7 @@ func TestReplicasWatchTheirShareOfWorkloads(t *testing.T) {
 		}
 	}
 
-	sel := &selectors{got: map[string][]string{}}
-	for _, id := range []string{"a", "b"} {
-		o := testenv.ProviderOptions(env.Config, time.Hour, 50)
-		o.Shards, o.Identity, o.SkipNameValidation = shards, id, true
-		o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
-		o.MetricsRegistry = prometheus.NewRegistry()
-		o.WrapManager = sel.wrap(id)
-		p, err := provider.New(o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			if err := p.Start(ctx); err != nil {
-				t.Errorf("replica %s: %v", id, err)
-			}
-		}()
-	}
+	sel := startReplicas(ctx, t, shards, "a", "b")
 
 	cs := kubernetes.NewForConfigOrDie(env.Config)
 	place, err := shard.Place(ctx, cs, testenv.ProviderNamespace, provider.LeaderElectionID, shards)
@@ -348,23 +332,6 @@ func TestReplicasWatchTheirShareOfWorkloads(t *testing.T) {
 	})
 }
 
-// acting is how many shards the replica whose metrics reg holds acts on.
-func acting(reg *prometheus.Registry) float64 {
-	mfs, err := reg.Gather()
-	if err != nil {
-		return -1
-	}
-	n := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == "clusterops_shard_acting" {
-			for _, m := range mf.GetMetric() {
-				n += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return n
-}
-
 // TestReplicaKeepsItsShareWhenItLosesTheLead: a replica that cannot renew
 // the leading Lease (here another holder took it) stops its singletons and
 // campaigns again, and acts on its shards all the while: it neither exits
@@ -386,13 +353,14 @@ func TestReplicaKeepsItsShareWhileTheLeadCannotBeBuilt(t *testing.T) {
 // provider's namespace (where the shards' placement is read) while on, and
 // counts them.
 type outage struct {
-	on      atomic.Bool
-	refused atomic.Int64
+	namespace string
+	on        atomic.Bool
+	refused   atomic.Int64
 }
 
 func (o *outage) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTrip(func(r *http.Request) (*http.Response, error) {
-		if o.on.Load() && strings.HasPrefix(r.URL.Path, "/api/v1/namespaces/"+testenv.ProviderNamespace+"/configmaps") {
+		if o.on.Load() && strings.HasPrefix(r.URL.Path, "/api/v1/namespaces/"+o.namespace+"/configmaps") {
 			o.refused.Add(1)
 			return nil, errors.New("refused by the test's outage")
 		}
@@ -407,11 +375,11 @@ func keepsItsShare(t *testing.T, id string, down *outage) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c := env.Client
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testenv.ProviderNamespace}}); client.IgnoreAlreadyExists(err) != nil {
-		t.Fatal(err)
-	}
+	// A provider namespace of its own: its Leases are its alone, whatever
+	// replicas of other tests still leave.
+	ns := env.Namespace(t, "keeps-"+id, nil)
 	o := testenv.ProviderOptions(env.Config, time.Hour, 50)
+	o.Namespace = ns
 	// Its controllers' names are checked, as in a process of its own: the
 	// leading part built again must not fail on its own names.
 	o.Shards, o.Identity = shards, id
@@ -420,6 +388,7 @@ func keepsItsShare(t *testing.T, id string, down *outage) {
 	o.MetricsRegistry = reg
 	if down != nil {
 		// The names were checked by the test before, in this process.
+		down.namespace = ns
 		o.WrapManager, o.SkipNameValidation = down.wrap, true
 	}
 	p, err := provider.New(o)
@@ -430,7 +399,7 @@ func keepsItsShare(t *testing.T, id string, down *outage) {
 	go func() { stopped <- p.Start(ctx) }()
 
 	cs := kubernetes.NewForConfigOrDie(env.Config)
-	leases := cs.CoordinationV1().Leases(testenv.ProviderNamespace)
+	leases := cs.CoordinationV1().Leases(ns)
 	leader := func(ctx context.Context) (string, error) {
 		l, err := leases.Get(ctx, provider.LeaderElectionID, metav1.GetOptions{})
 		if err != nil {
@@ -444,7 +413,7 @@ func keepsItsShare(t *testing.T, id string, down *outage) {
 	var since time.Time
 	testenv.Eventually(t, wait, id+" to lead and act on every shard", func(ctx context.Context) (bool, error) {
 		holder, err := leader(ctx)
-		if acting(reg) != shards {
+		if testenv.ShardsActing(reg) != shards {
 			since = time.Time{}
 			return false, err
 		}
@@ -470,7 +439,7 @@ func keepsItsShare(t *testing.T, id string, down *outage) {
 	}
 	deadline := time.Now().Add(wait)
 	for {
-		if n := acting(reg); n != shards {
+		if n := testenv.ShardsActing(reg); n != shards {
 			t.Fatalf("%s acts on %v shards after it lost the lead, want all %d", id, n, shards)
 		}
 		select {

@@ -264,7 +264,7 @@ func (r *replica) shareBuilds() int64 { return r.builds.Load() }
 func (r *replica) waitActing(t *testing.T, n int, mark int64) {
 	t.Helper()
 	testenv.Eventually(t, wait, fmt.Sprintf("replica %s to act on %d shards", r.id, n), func(context.Context) (bool, error) {
-		if got := acting(r.reg); got != float64(n) {
+		if got := testenv.ShardsActing(r.reg); got != float64(n) {
 			return false, fmt.Errorf("acting on %v shards", got)
 		}
 		if r.shareBuilds() <= mark {
@@ -297,23 +297,6 @@ func (r *replica) live() int {
 	for _, w := range r.made {
 		if w.Value() != nil {
 			n++
-		}
-	}
-	return n
-}
-
-// acting is how many shards the replica whose metrics reg holds acts on.
-func acting(reg *prometheus.Registry) float64 {
-	mfs, err := reg.Gather()
-	if err != nil {
-		return -1
-	}
-	n := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == "clusterops_shard_acting" {
-			for _, m := range mf.GetMetric() {
-				n += m.GetGauge().GetValue()
-			}
 		}
 	}
 	return n
