@@ -50,6 +50,9 @@ func (f *Fence) Check(shard string) error {
 	return nil
 }
 
+// Holds is whether this replica may write for shard now (Check is nil).
+func (f *Fence) Holds(shard string) bool { return f.Check(shard) == nil }
+
 // start is when a request on a Lease begins, for wrote.
 func (f *Fence) start() time.Time {
 	if f == nil {

@@ -300,13 +300,16 @@ type shareOnly struct {
 
 func (s shareOnly) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	o, _ := s.object.DeepCopyObject().(client.Object)
-	err := s.kube.Get(ctx, req.NamespacedName, o)
-	if err == nil && !s.share.Matches(labels.Set(o.GetLabels())) {
+	if s.kube.Get(ctx, req.NamespacedName, o) != nil {
+		// Gone (or not read): reconciled, to finish it.
+		return s.Reconciler.Reconcile(ctx, req)
+	}
+	if !s.share.Matches(labels.Set(o.GetLabels())) {
 		return reconcile.Result{}, nil
 	}
-	if f := shard.FenceFrom(ctx); err == nil && f != nil {
+	if f := shard.FenceFrom(ctx); f != nil {
 		v := o.GetLabels()[shard.Label]
-		if f.Check(v) != nil {
+		if !f.Holds(v) {
 			// About to lose the shard, or lost it: the replica stops its
 			// work on it at once, and the request is retried meanwhile.
 			return reconcile.Result{RequeueAfter: fenceRetry}, nil
