@@ -7,8 +7,11 @@
 //
 // A resource's shard follows its namespace: what a resource acts on mostly
 // lives in its namespace, so one replica's watches of a namespace are not
-// repeated on every other. A label set by hand pins a resource to a shard.
-// Where the API server filters by shardSelector, namespaces are placed by
+// repeated on every other. The labeler records with the shard the count it
+// placed under (LabelShards), so a change of --shards recuts what it placed;
+// a shard label set by hand, without that count, pins a resource to a shard.
+// A replica writes for a shard only while its own clock says it holds the
+// shard's Lease (Fence). Where the API server filters by shardSelector, namespaces are placed by
 // ranges of its own hash (Ranges), so that a replica's watches of objects
 // without the label ask for its namespaces alone (Placement).
 package shard
