@@ -6,12 +6,15 @@ import (
 	"strings"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/controller/copyrule"
 	"github.com/clusterops/provider-clusterops/internal/provider"
 	"github.com/clusterops/provider-clusterops/internal/shard"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
@@ -45,6 +48,15 @@ func (s *State) Describe(ctx context.Context) string {
 		if r, ok := mg.(*copyv1alpha1.CopyRule); ok {
 			o := r.Status.AtProvider
 			fmt.Fprintf(&b, " copies %q, in sync %d of %d, problems %+v", o.Copies, o.CopiesInSync, o.IntendedCopies, o.Problems)
+		}
+	}
+	cms := &corev1.ConfigMapList{}
+	if err := s.World.c.List(ctx, cms, client.HasLabels{copyrule.LabelRuleUID}); err == nil {
+		for _, cm := range cms.Items {
+			if !strings.Contains(cm.Namespace, fmt.Sprintf("-%d-", s.World.Seed)) {
+				continue
+			}
+			fmt.Fprintf(&b, "\ncopy %s/%s rv %s created %s labels %v annotations %v data %v", cm.Namespace, cm.Name, cm.ResourceVersion, cm.CreationTimestamp.Format("15:04:05.000"), cm.Labels, cm.Annotations, cm.Data)
 		}
 	}
 	return b.String()

@@ -2,12 +2,16 @@ package explore
 
 import (
 	"context"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 
 	"github.com/clusterops/provider-clusterops/internal/provider"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
@@ -37,6 +41,13 @@ func (f *Fleet) Start(id string) error {
 	o.Shards, o.Identity, o.SkipNameValidation = shards, id, true
 	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
 	o.MetricsRegistry = prometheus.NewRegistry()
+	if path := os.Getenv("EXPLORE_LOG"); path != "" {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+		if err == nil {
+			zl := zap.New(zap.UseDevMode(true), zap.WriteTo(f), zap.ConsoleEncoder(func(c *zapcore.EncoderConfig) { c.EncodeTime = zapcore.RFC3339NanoTimeEncoder })).WithValues("replica", id)
+			o.Logger = logging.NewLogrLogger(zl)
+		}
+	}
 	p, err := provider.New(o)
 	if err != nil {
 		return errors.Wrapf(err, "cannot build replica %s", id)

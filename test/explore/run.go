@@ -156,7 +156,7 @@ func (r *run) step(i int, op Op) {
 	if err := r.st.Apply(ctx, op); err != nil {
 		r.fail(i, "operation "+op.Type+" succeeds", err)
 	}
-	r.t.Logf("step %d: %s (%s)", i, op, time.Since(t0).Round(time.Millisecond))
+	r.t.Logf("%s step %d: %s (%s)", t0.Format("15:04:05.000"), i, op, time.Since(t0).Round(time.Millisecond))
 	if name, err := check(ctx, r.st, safety()); err != nil {
 		r.fail(i, name, err)
 	}
