@@ -11,13 +11,20 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/clusterops/provider-clusterops/internal/shard"
 )
 
 // evict asks the API server to evict a pod, once. client-go retries a 429
 // that carries Retry-After, as the answer for a disruption budget whose status
 // is not yet current does, for up to ten rounds of that wait; a refusal must
-// come back at once, to be reported, so this request is never retried.
+// come back at once, to be reported, so this request is never retried. It
+// goes around the target cluster's fenced client, so it asks the fence
+// itself (TestEvictAsksTheFence).
 func evict(ctx context.Context, cfg *rest.Config, pod *corev1.Pod) error {
+	if err := shard.CheckWrite(ctx); err != nil {
+		return errors.Wrap(err, "cannot evict")
+	}
 	c := rest.CopyConfig(cfg)
 	c.APIPath = "/api"
 	c.GroupVersion = &corev1.SchemeGroupVersion

@@ -11,6 +11,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 
 	"github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 )
 
 const reasonCutShort event.Reason = "RoundCutShort"
@@ -68,12 +69,22 @@ func dueAt(o v1alpha1.ChaosAgentObservation, interval time.Duration, now time.Ti
 // next round is due an interval later. Nothing may be acted on unless it
 // returns nil.
 func (e *external) begin(ctx context.Context, ca *v1alpha1.ChaosAgent, number int64, now time.Time, interval time.Duration, planned int) error {
+	// Written to the target cluster or not, the record is a write for the
+	// agent's shard: past the fence, nothing of the round starts.
+	if err := shard.CheckWrite(ctx); err != nil {
+		return errors.Wrapf(err, "cannot record round %d as under way: not acting", number)
+	}
 	o := &ca.Status.AtProvider
-	next := metav1.NewTime(now.Add(interval))
-	o.RoundUnderWay = &v1alpha1.ChaosRound{Number: number, StartedAt: metav1.NewTime(now), Planned: int32(min(planned, 1<<30))} //nolint:gosec // Bounded.
+	next, started := metav1.NewTime(now.Add(interval)), metav1.NewTime(now)
+	last := o.LastRoundTime
+	o.RoundUnderWay = &v1alpha1.ChaosRound{Number: number, StartedAt: started, Planned: int32(min(planned, 1<<30))} //nolint:gosec // Bounded.
 	o.NextRoundTime = &next
+	// The round's start is its time whatever becomes of it (finish and
+	// cutShort record the same): a replica of an older version, which knows
+	// no roundUnderWay, then finds the round run, not due.
+	o.LastRoundTime = &started
 	if err := e.status.Update(ctx, ca); err != nil {
-		o.RoundUnderWay = nil
+		o.RoundUnderWay, o.LastRoundTime = nil, last
 		return errors.Wrapf(err, "cannot record round %d as under way: not acting", number)
 	}
 	return nil
