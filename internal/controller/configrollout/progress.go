@@ -98,8 +98,9 @@ func (e *external) planWave(cr *v1alpha1.ConfigRollout, ws []workload, pending m
 	}
 	s := stagger(p)
 	wv := NextWave(cs, s, open, now)
-	if r := resumed(o.Wave, o.Hash, wv, now); len(r) > 0 {
-		// A wave cut short finishes before another starts (wave.go).
+	if r := resumed(o.Wave, o.Hash, wv, now); open && len(r) > 0 {
+		// A wave cut short finishes before another starts (wave.go), and,
+		// as any wave, only while a rollout window is open.
 		wv.Roll = r
 	}
 	e.gate = &gate{roll: map[string]bool{}, wave: wv, s: s}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 )
 
@@ -112,6 +113,14 @@ func TestIntend(t *testing.T) {
 // wave, though a slot is free; the one rolled counts as rolled when the
 // wave was recorded.
 func TestResumeWave(t *testing.T) {
+	t.Run("WindowOpen", func(t *testing.T) { resumeWave(t, false) })
+	// A wave recorded before a rollout window shut waits for it to open
+	// again, recorded still.
+	t.Run("WindowShut", func(t *testing.T) { resumeWave(t, true) })
+}
+
+func resumeWave(t *testing.T, shut bool) {
+	t.Helper()
 	ctx := context.Background()
 	clock := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 	e, c := strategyClient(t, &clock)
@@ -131,6 +140,9 @@ func TestResumeWave(t *testing.T) {
 		Workloads:  []v1alpha1.WorkloadRef{{Kind: KindDeployment, Name: "a"}, {Kind: KindDeployment, Name: "b"}, {Kind: KindDeployment, Name: "c"}},
 		Strategy:   &v1alpha1.RolloutStrategy{MaxConcurrent: 2, ProgressDeadline: &metav1.Duration{Duration: time.Hour}},
 	}
+	if shut {
+		cr.Spec.ForProvider.Windows = []apisv1alpha1.TimeWindow{{Start: clock.Add(-2 * time.Hour).Format("15:04"), End: clock.Add(-time.Hour).Format("15:04")}}
+	}
 	o := &cr.Status.AtProvider
 	o.Hash, o.ChangedAt = h, &at
 	for _, n := range []string{"a", "b", "c"} {
@@ -148,6 +160,17 @@ func TestResumeWave(t *testing.T) {
 	obs, err := e.Observe(ctx, cr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if shut {
+		if !obs.ResourceUpToDate {
+			if _, err := e.Update(ctx, cr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if diff := cmp.Diff([]string{h, "old", "old"}, hashes(t, c)); diff != "" || o.Wave == nil {
+			t.Errorf("hashes of a, b, c with the window shut: nothing rolls, the wave stays recorded (%+v): -want, +got:\n%s", o.Wave, diff)
+		}
+		return
 	}
 	if obs.ResourceUpToDate {
 		t.Fatal("Observe(...): up to date, want b to roll")
