@@ -111,7 +111,9 @@ func SetupLabeler(mgr ctrl.Manager, gvk schema.GroupVersionKind, place Placement
 		Named(name).
 		For(metadataOf(gvk), builder.OnlyMetadata).
 		WatchesRawSource(source.Kind(strays, metadataOf(gvk), &handler.TypedEnqueueRequestForObject[*metav1.PartialObjectMetadata]{})).
-		Complete(r)
+		// A patch made from a cached version that the managed reconcilers'
+		// status writes overtook is tried again on what is there, quietly.
+		Complete(errors.WithSilentRequeueOnConflict(r))
 	return errors.Wrapf(err, "cannot set up the shard labeler of %s", gvk.Kind)
 }
 

@@ -229,18 +229,21 @@ func desiredStateChanged() predicate.Predicate {
 	return predicate.Or(
 		predicate.Funcs{
 			UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
-				return annotationsChanged(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations(),
-					meta.AnnotationKeyExternalCreatePending, meta.AnnotationKeyExternalCreateSucceeded, meta.AnnotationKeyExternalCreateFailed)
+				return changedBut(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations(),
+					meta.AnnotationKeyExternalCreatePending, meta.AnnotationKeyExternalCreateSucceeded, meta.AnnotationKeyExternalCreateFailed) ||
+					// The count the labeler placed a resource under changes
+					// nothing it acts on: written to every resource of a
+					// fleet once after an upgrade, it reconciles none.
+					changedBut(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels(), shard.LabelShards)
 			},
 		},
-		predicate.LabelChangedPredicate{},
 		predicate.GenerationChangedPredicate{},
 	)
 }
 
-// annotationsChanged is whether an annotation but the ignored ones differs
-// between old and cur.
-func annotationsChanged(old, cur map[string]string, ignored ...string) bool {
+// changedBut is whether a key but the ignored ones differs between the
+// annotations or labels old and cur.
+func changedBut(old, cur map[string]string, ignored ...string) bool {
 	skip := func(k string) bool { return slices.Contains(ignored, k) }
 	for k, v := range cur {
 		if w, ok := old[k]; !skip(k) && (!ok || w != v) {
