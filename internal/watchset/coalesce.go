@@ -82,8 +82,18 @@ func (g group) value(o any) (string, bool) {
 	return v, ok
 }
 
-// byValue indexes a label group's shared store by the label's value.
+// byValue indexes a label group's shared store by the label's value in
+// each object's namespace and in any (valueIn), so that a wide informer
+// lists one namespace's objects of a value without reading every other's.
 const byValue = "value"
+
+// valueIn is the byValue key of label value v in namespace ns; "" is any.
+func valueIn(ns, v string) string {
+	if ns == "" {
+		return "\x00" + v
+	}
+	return ns + "/" + v
+}
 
 // coalesce stops g's own name watches once its shared informer serves their
 // owners, which are the Set's (values); s.mu is held.

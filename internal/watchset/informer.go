@@ -121,7 +121,8 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify notifier) (*running, err
 			if err != nil {
 				return nil, err
 			}
-			return []string{m.GetLabels()[w.Labels]}, nil
+			v := m.GetLabels()[w.Labels]
+			return []string{valueIn(m.GetNamespace(), v), valueIn("", v)}, nil
 		}
 	}
 	r := &running{}
@@ -252,7 +253,7 @@ func (s *Set) List(c *target.Cluster, w Watch) ([]*Object, bool) {
 	var items []any
 	if g, v, named := k.named(); named && !own {
 		if g.label != "" {
-			items, _ = r.store.ByIndex(byValue, v)
+			items, _ = r.store.ByIndex(byValue, valueIn(w.Namespace, v))
 		} else if i, exists, _ := r.store.GetByKey(toolscache.NewObjectName(w.Namespace, v).String()); exists {
 			items = []any{i}
 		}
@@ -261,7 +262,7 @@ func (s *Set) List(c *target.Cluster, w Watch) ([]*Object, bool) {
 	}
 	out := make([]*Object, 0, len(items))
 	for _, i := range items {
-		// A wide informer's index holds the value in every namespace.
+		// A wide informer's store holds every namespace.
 		if m, ok := asObject(i); ok && (w.Namespace == "" || m.Namespace == w.Namespace) {
 			out = append(out, m)
 		}
