@@ -274,9 +274,9 @@ func (s *Set) landed(f family) []notice {
 }
 
 // lost returns notices for the owners of each object that informer from
-// holds and the informer that serves its watch instead (to) does not: a
-// deletion from stops only in between, whose event from never handed out.
-// s.mu is held.
+// holds and the informer that serves its watch instead (to) does not hold
+// at the same value: a deletion, or a change of the routing label, in
+// between, whose event from never handed out. s.mu is held.
 func (s *Set) lost(from *running, place placer, to func(key) (*running, bool)) []notice {
 	var out []notice
 	for _, o := range from.store.List() {
@@ -290,8 +290,10 @@ func (s *Set) lost(from *running, place placer, to func(key) (*running, bool)) [
 		if !ok {
 			continue
 		}
-		if _, exists, _ := r.store.Get(o); exists {
-			continue
+		if held, exists, _ := r.store.Get(o); exists {
+			if hg, hv, placed := place(held); placed && hg == g && hv == v {
+				continue
+			}
 		}
 		out = append(out, s.concerned(owners, k, gone, []any{o})...)
 	}
