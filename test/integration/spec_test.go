@@ -26,7 +26,10 @@ import (
 func TestProviderLeavesTheSpecAsWritten(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t, "spec-as-written", nil)
-	testenv.WaitIdle(t, wait)
+	// What earlier tests left (the recut of TestLabelerRecutsWhenShardsChange
+	// reconciles its rules) settles first; on a loaded machine that takes
+	// longer than one reaction.
+	testenv.WaitIdle(t, 3*wait)
 	controller := managed.ControllerName(chaosv1alpha1.ChaosAgentGroupKind)
 	before, err := testenv.Reconciles(controller)
 	if err != nil {
