@@ -60,7 +60,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		Object:           &v1alpha1.AppBundle{},
 		List:             &v1alpha1.AppBundleList{},
 		OwnNamespace:     true,
-		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.AppBundle) managed.TypedExternalClient[*v1alpha1.AppBundle] {
+		NewClient: func(c *target.Cluster, rec event.Recorder, _ client.SubResourceWriter, _ *v1alpha1.AppBundle) managed.TypedExternalClient[*v1alpha1.AppBundle] {
 			e := &external{cluster: c, record: rec}
 			if c.Local {
 				// The cache and its events are of the provider's own cluster.

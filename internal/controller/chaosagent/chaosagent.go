@@ -47,8 +47,8 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		GroupVersionKind: resource.ManagedKind(v1alpha1.ChaosAgentGroupVersionKind),
 		Object:           &v1alpha1.ChaosAgent{},
 		List:             &v1alpha1.ChaosAgentList{},
-		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ChaosAgent) managed.TypedExternalClient[*v1alpha1.ChaosAgent] {
-			return &external{cluster: c, kube: mgr.GetClient(), status: mgr.GetClient().Status(), record: rec, now: time.Now, memory: mem, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
+		NewClient: func(c *target.Cluster, rec event.Recorder, status client.SubResourceWriter, _ *v1alpha1.ChaosAgent) managed.TypedExternalClient[*v1alpha1.ChaosAgent] {
+			return &external{cluster: c, kube: mgr.GetClient(), status: status, record: rec, now: time.Now, memory: mem, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
 		},
 		PollHook: untilNextRound(time.Now),
 	})

@@ -120,8 +120,8 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		Object:           &v1alpha1.ConfigRollout{},
 		List:             &v1alpha1.ConfigRolloutList{},
 		OwnNamespace:     true,
-		NewClient: func(c *target.Cluster, rec event.Recorder, cr *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
-			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait, rollouts: others, status: mgr.GetClient().Status()}
+		NewClient: func(c *target.Cluster, rec event.Recorder, status client.SubResourceWriter, cr *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
+			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait, rollouts: others, status: status}
 			if c.Local && (o.Watches == nil || o.Watches(cr.GetNamespace())) {
 				// The workloads' metadata watches feed the manager's cache on
 				// the provider's own cluster only, and on a sharded replica

@@ -42,7 +42,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		Object:           &v1alpha1.ImmortalContainer{},
 		List:             &v1alpha1.ImmortalContainerList{},
 		OwnNamespace:     true,
-		NewClient: func(c *target.Cluster, rec event.Recorder, _ *v1alpha1.ImmortalContainer) managed.TypedExternalClient[*v1alpha1.ImmortalContainer] {
+		NewClient: func(c *target.Cluster, rec event.Recorder, _ client.SubResourceWriter, _ *v1alpha1.ImmortalContainer) managed.TypedExternalClient[*v1alpha1.ImmortalContainer] {
 			return &external{cluster: c, record: rec, now: time.Now}
 		},
 		// A pod that ends or goes away is replaced on the event, not at the

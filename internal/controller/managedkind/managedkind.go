@@ -43,8 +43,12 @@ type Kind[T resource.ModernManaged] struct {
 	Object T
 	List   resource.ManagedList
 	// NewClient builds the kind's external client for a resolved target cluster.
-	// It records events with rec.
-	NewClient func(c *target.Cluster, rec event.Recorder, mg T) managed.TypedExternalClient[T]
+	// It records events with rec. A status the client writes before the
+	// reconcile ends (an intent recorded before it acts) goes through status,
+	// the managed reconciler's own writer: the version it replaces is known
+	// to be stale, so the next reconcile does not read it from a lagging
+	// cache and meet a conflict.
+	NewClient func(c *target.Cluster, rec event.Recorder, status client.SubResourceWriter, mg T) managed.TypedExternalClient[T]
 	// OwnNamespace is set for kinds that act in their own namespace only:
 	// the connector refuses one whose config's reach does not allow it.
 	OwnNamespace bool
@@ -118,8 +122,13 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		}
 	}
 	rec := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
+	own := noOpSkippingManager{Manager: mgr, conflicts: &conflicts{}, written: newWrittenOver(k.Object)}
+	status := own.GetClient().Status()
+	newClient := func(c *target.Cluster, rec event.Recorder, mg T) managed.TypedExternalClient[T] {
+		return k.NewClient(c, rec, status, mg)
+	}
 	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[T](&target.Connector[T]{Resolver: r, Recorder: rec, NewClient: k.NewClient, OwnNamespace: k.OwnNamespace}),
+		managed.WithTypedExternalConnector[T](&target.Connector[T]{Resolver: r, Recorder: rec, NewClient: newClient, OwnNamespace: k.OwnNamespace}),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(rec),
 		managed.WithPollInterval(o.PollInterval),
@@ -158,8 +167,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 			}
 		}
 	}
-	cf := &conflicts{}
-	mr := managed.NewReconciler(noOpSkippingManager{Manager: mgr, conflicts: cf, written: newWrittenOver(k.Object)}, k.GroupVersionKind, append(opts, k.Options...)...)
+	mr := managed.NewReconciler(own, k.GroupVersionKind, append(opts, k.Options...)...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(o.ForControllerRuntime()).
@@ -183,7 +191,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 	if back != nil {
 		b = b.WatchesRawSource(back)
 	}
-	var rr reconcile.Reconciler = retryConflicts{Reconciler: errors.WithSilentRequeueOnConflict(mr), conflicts: cf}
+	var rr reconcile.Reconciler = retryConflicts{Reconciler: errors.WithSilentRequeueOnConflict(mr), conflicts: own.conflicts}
 	rr = pollAfterCreate{Reconciler: rr, poll: jittered(k.PollHook, o.PollJitter, rand.Float64), interval: o.PollInterval}
 	if o.Share != nil {
 		rr = shareOnly{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, share: o.Share}
