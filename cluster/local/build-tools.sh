@@ -3,12 +3,12 @@
 # prebuilt binaries) and caches every tool under $CACHE_DIR/tools/<tool>-<version>/. A tool whose
 # cache directory is complete is not built again.
 #
-#   cluster/local/build-tools.sh [controlplane|crossplane|crank|golangci-lint ...]
+#   cluster/local/build-tools.sh [controlplane|crossplane|crank|golangci-lint|prometheus ...]
 #                                 (default: the first three; make vet builds the linter)
 #
 # Prints nothing but progress on stderr; `cluster/local/build-tools.sh envtest-dir` prints the
-# directory to use as KUBEBUILDER_ASSETS, `crossplane-dir`, `crank-dir` and `golangci-lint-dir` where
-# those are.
+# directory to use as KUBEBUILDER_ASSETS, `crossplane-dir`, `crank-dir`, `golangci-lint-dir` and
+# `prometheus-dir` where those are.
 set -euo pipefail
 
 # shellcheck source=common.sh
@@ -193,10 +193,37 @@ build_golangci_lint() {
     github.com/golangci/golangci-lint/v2/cmd/golangci-lint "-X main.version=${GOLANGCI_LINT_VERSION#v}"
 }
 
+# Prometheus and promtool, one compile: the e2e tier scrapes the provider with Prometheus, and
+# promtool unit-tests the alerting rules (hack/monitoring). remove_all_sd leaves out every service
+# discovery but file and HTTP (the tests use static targets), which halves the build; without
+# builtinassets the web UI is not embedded, and the HTTP API the tests use is all there.
+prometheus_dir() { echo "$tools/prometheus-$PROMETHEUS_VERSION"; }
+build_prometheus() {
+  local out
+  out="$(prometheus_dir)"
+  [[ -x "$out/prometheus" && -x "$out/promtool" ]] && return
+  log "building prometheus and promtool $PROMETHEUS_VERSION"
+  local w="$tools/.work/prometheus" v="${PROMETHEUS_VERSION#v0.}"
+  # Module v0.MMP.F is Prometheus M.MP.F (v0.316.0 is 3.16.0).
+  v="${v:0:1}.$((10#${v:1:2})).${v#*.}"
+  wrapper "$w" clusterops.local/prometheus
+  printf '//go:build tools\n\npackage tools\n\nimport (\n\t_ "github.com/prometheus/prometheus/cmd/prometheus"\n\t_ "github.com/prometheus/prometheus/cmd/promtool"\n)\n' >"$w/tools.go"
+  (
+    cd "$w"
+    go mod edit -require="github.com/prometheus/prometheus@$PROMETHEUS_VERSION"
+    mkdir -p "$out.tmp"
+    CGO_ENABLED=0 go build -mod=mod -tags tools,remove_all_sd -gcflags=all=-dwarf=false -o "$out.tmp/" \
+      -ldflags "-s -w -X github.com/prometheus/common/version.Version=$v" \
+      github.com/prometheus/prometheus/cmd/prometheus github.com/prometheus/prometheus/cmd/promtool
+  )
+  rm -rf "$out" && mv "$out.tmp" "$out"
+}
+
 if [[ "${1:-}" == envtest-dir || "${1:-}" == controlplane-dir ]]; then echo "$cp_dir"; exit 0; fi
 if [[ "${1:-}" == crossplane-dir ]]; then crossplane_dir; exit 0; fi
 if [[ "${1:-}" == crank-dir ]]; then crank_dir; exit 0; fi
 if [[ "${1:-}" == golangci-lint-dir ]]; then golangci_lint_dir; exit 0; fi
+if [[ "${1:-}" == prometheus-dir ]]; then prometheus_dir; exit 0; fi
 # Concurrent runs would wipe each other's work directories; the second waits for the first, then
 # finds the tools built.
 exec 9>"$tools/.lock"
@@ -212,6 +239,7 @@ for t in "${targets[@]}"; do
     crossplane) base[crossplane]=1 ;;
     crank) base[crank]=1 ;;
     golangci-lint) base[golangci_lint]=1 ;;
+    prometheus) base[prometheus]=1 ;;
     *) echo "build-tools: unknown tool $t" >&2; exit 2 ;;
   esac
 done
