@@ -120,9 +120,10 @@ func (w *world) answer() {
 	}
 }
 
-// deliver delivers the next event, or folds those up to the next deletion
+// deliver delivers the next event (through Await when await is set, whose
+// later reports a miss), or folds those up to the next deletion
 // into one, as a relist does.
-func (w *world) deliver(fold bool) {
+func (w *world) deliver(fold, await bool) {
 	if len(w.events) == 0 {
 		return
 	}
@@ -137,7 +138,14 @@ func (w *world) deliver(fold bool) {
 		n++
 	}
 	w.events = w.events[n:]
-	if o, ok := w.f.Heard("x", e); ok {
+	if !await {
+		if o, ok := w.f.Heard("x", e); ok {
+			w.taken[o.Name] = append(w.taken[o.Name], e)
+		}
+		return
+	}
+	later := func(o types.NamespacedName) { w.missed[o.Name] = true }
+	if o, h := w.f.Await("x", e, later); h != Others {
 		w.taken[o.Name] = append(w.taken[o.Name], e)
 	}
 }
@@ -162,7 +170,7 @@ func (w *world) step(b byte) {
 			w.events = append(w.events, Event{Old: w.rv()})
 		}
 	default:
-		w.deliver(b%8 == 7)
+		w.deliver(b%8 == 7, b&0x40 != 0)
 	}
 }
 
@@ -198,6 +206,8 @@ func FuzzOwnWrite(f *testing.F) {
 	f.Add([]byte{8, 4, 6, 2, 3, 6})                // an apply that creates, racing a create
 	f.Add([]byte{4, 6, 16, 2, 4, 7, 3})            // an update folded with a later write
 	f.Add([]byte{4, 6, 24, 152, 2, 2, 3, 3, 6, 6}) // two owners' patches
+	f.Add([]byte{4, 6, 24, 2, 70, 3})              // a patch's event awaited before its answer
+	f.Add([]byte{4, 6, 24, 4, 70, 2, 3})           // somebody's event awaited as a patch's
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		w := &world{t: t, f: New[string](), answered: map[string][]string{}, missed: map[string]bool{}, taken: map[string][]Event{}}
 		for _, b := range ops {
@@ -208,7 +218,7 @@ func FuzzOwnWrite(f *testing.F) {
 			w.answer()
 		}
 		for len(w.events) > 0 {
-			w.deliver(false)
+			w.deliver(false, false)
 		}
 		w.check(ops)
 	})

@@ -19,8 +19,10 @@
 //     version the write carries as its precondition (only one update from a
 //     version can succeed). A write without a precondition, a patch or an
 //     apply, may succeed alongside somebody else's from the same version, so
-//     no update event is taken for its own before its answer: it costs an
-//     extra reconcile when its event comes first.
+//     Heard takes no update event for its own before its answer: it costs an
+//     extra reconcile when its event comes first. Await does take one, for
+//     an owner that can be reconciled later: the answer then decides, and a
+//     miss calls the owner's later.
 //
 // The answer then says whether the event taken in flight was the write's:
 // it was if the answer shows the event's version. If the answer shows another
@@ -94,6 +96,12 @@ func (w Write) mayBe(e Event) bool {
 	return w.from != "" && e.Old == w.from && e.New != e.Old
 }
 
+// mayBeUnsure reports whether e may be the event of w, a write without a
+// precondition in flight, though somebody else's write may have made it.
+func (w Write) mayBeUnsure(e Event) bool {
+	return !w.create && w.from == "" && e.Old != "" && e.New != "" && e.New != e.Old
+}
+
 // A Filter remembers owners' writes to objects named by keys K until their
 // events come. It is safe for concurrent use; a nil Filter remembers nothing.
 type Filter[K comparable] struct {
@@ -122,12 +130,17 @@ type flight struct {
 	// and heard is the version it showed.
 	taken bool
 	heard string
+	// later, set by Await, reconciles the owner when the answer shows the
+	// event taken was not the write's.
+	later func(types.NamespacedName)
+	owner types.NamespacedName
 }
 
 // Done hears of a write's outcome: the version the API server answered with,
 // or the write's error. It reports whether an event was taken for the write's
 // own that the answer shows was not: the owner must be reconciled again, as
-// no event may follow to do it.
+// no event may follow to do it. When Await took that event, Done has called
+// its later already.
 type Done func(answer string, err error) (missed bool)
 
 // New returns an empty Filter.
@@ -144,7 +157,7 @@ func (f *Filter[K]) Writing(owner types.NamespacedName, k K, w Write) Done {
 	if f == nil {
 		return func(string, error) bool { return false }
 	}
-	fl := &flight{write: w}
+	fl := &flight{write: w, owner: owner}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.records[k]
@@ -170,6 +183,16 @@ func (f *Filter[K]) Writing(owner types.NamespacedName, k K, w Write) Done {
 
 // done completes fl, a write of k, with its outcome.
 func (f *Filter[K]) done(k K, fl *flight, answer string, err error) bool {
+	missed := f.complete(k, fl, answer, err)
+	if missed && fl.later != nil {
+		fl.later(fl.owner)
+	}
+	return missed
+}
+
+// complete forgets fl, a write of k, and remembers its answer unless its
+// event has come; it reports a miss as Done does.
+func (f *Filter[K]) complete(k K, fl *flight, answer string, err error) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	missed := fl.taken && (err != nil || fl.heard != answer)
@@ -204,6 +227,46 @@ func (f *Filter[K]) Heard(k K, e Event) (types.NamespacedName, bool) {
 		return types.NamespacedName{}, false
 	}
 	return r.owner, true
+}
+
+// A Hearing is what Await says of an event.
+type Hearing int
+
+const (
+	// Others is an event of somebody else's write, as far as is known.
+	Others Hearing = iota
+	// Own is an event of the owner's write, for certain.
+	Own
+	// Unsure is an update event that came while a write of the owner
+	// without a precondition was in flight: the write's answer decides.
+	Unsure
+)
+
+// Await is Heard for an owner that can be reconciled later. An update event
+// that comes while the owner's write without a precondition is in flight is
+// taken Unsure: the caller holds back the owner's reconcile for it, and
+// treats the event as anybody's otherwise (it may be somebody else's). When
+// the answer shows another version, or an error, Done calls later with the
+// owner. A write's event that comes before its answer then costs no
+// reconcile; under load it mostly does (TestProviderRelistsAfterCompaction).
+func (f *Filter[K]) Await(k K, e Event, later func(types.NamespacedName)) (types.NamespacedName, Hearing) {
+	if f == nil {
+		return types.NamespacedName{}, Others
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.records[k]
+	if r == nil {
+		return types.NamespacedName{}, Others
+	}
+	if f.take(k, r, e) {
+		return r.owner, Own
+	}
+	if fl := r.flight; fl != nil && !fl.taken && fl.write.mayBeUnsure(e) {
+		fl.taken, fl.heard, fl.later = true, e.New, later
+		return r.owner, Unsure
+	}
+	return types.NamespacedName{}, Others
 }
 
 // Own reports whether e, an event of the object k, is owner's own write, and

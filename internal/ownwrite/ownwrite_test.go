@@ -12,7 +12,7 @@ import (
 // A step is one thing that happens to a Filter of objects named by strings,
 // and what it should say.
 type step struct {
-	op    string // write, answer, fail, event, own, forget, forgetOwner
+	op    string // write, answer, fail, event, await, own, forget, forgetOwner
 	id    int    // the write a write, answer or fail step is of
 	owner string
 	obj   string
@@ -20,8 +20,9 @@ type step struct {
 	// old and new are an event's versions; new is an answer's version.
 	old, new string
 	// want is what the step should say: the owner whose own write an event
-	// is ("" for nobody's), "yes" for an own step that takes the event, and
-	// "missed" for an answer or failure that reports a miss.
+	// is ("" for nobody's, "a?" for a's Unsure), "yes" for an own step that
+	// takes the event, and "missed" for an answer or failure that reports a
+	// miss, "missed later a" where it calls a's later.
 	want string
 }
 
@@ -39,6 +40,10 @@ func event(obj, old, cur, want string) step {
 	return step{op: "event", obj: obj, old: old, new: cur, want: want}
 }
 
+func await(obj, old, cur, want string) step {
+	return step{op: "await", obj: obj, old: old, new: cur, want: want}
+}
+
 func own(owner, obj, old, cur, want string) step {
 	return step{op: "own", owner: owner, obj: obj, old: old, new: cur, want: want}
 }
@@ -51,6 +56,8 @@ func owner(name string) types.NamespacedName {
 func run(f *Filter[string], steps []step) []string {
 	done := map[int]Done{}
 	got := make([]string, 0, len(steps))
+	var called []string
+	later := func(o types.NamespacedName) { called = append(called, o.Name) }
 	for _, s := range steps {
 		said := ""
 		switch s.op {
@@ -64,9 +71,20 @@ func run(f *Filter[string], steps []step) []string {
 			if done[s.id](s.new, err) {
 				said = "missed"
 			}
+			for _, o := range called {
+				said += " later " + o
+			}
+			called = nil
 		case "event":
 			if o, ok := f.Heard(s.obj, Event{Old: s.old, New: s.new}); ok {
 				said = o.Name
+			}
+		case "await":
+			switch o, h := f.Await(s.obj, Event{Old: s.old, New: s.new}, later); h {
+			case Own:
+				said = o.Name
+			case Unsure:
+				said = o.Name + "?"
 			}
 		case "own":
 			if f.Own(owner(s.owner), s.obj, Event{Old: s.old, New: s.new}) {
@@ -115,6 +133,31 @@ func TestFilter(t *testing.T) {
 		"PatchHeardAfterItsAnswer": {
 			reason: "The event of the version a patch was answered with is its own.",
 			steps:  []step{write(1, "a", "x", Patch()), answer(1, "5", ""), event("x", "4", "5", "a")},
+		},
+		"PatchAwaitedBeforeItsAnswer": {
+			reason: "Awaited, an update while a patch is in flight is taken unsure; the answer shows it was the patch's, and nothing is left.",
+			steps:  []step{write(1, "a", "x", Patch()), await("x", "4", "5", "a?"), answer(1, "5", ""), await("x", "5", "6", "")},
+		},
+		"ForeignWriteAwaitedBeforeAPatchsAnswer": {
+			reason: "Somebody else's write awaited while a patch is in flight is taken unsure; the answer shows another version, so the owner's later is called. The patch's own event after it is nobody's then: it was taken once.",
+			steps:  []step{write(1, "a", "x", Patch()), await("x", "4", "5", "a?"), answer(1, "6", "missed later a"), await("x", "5", "6", "")},
+		},
+		"FailedPatchAwaited": {
+			reason: "A patch that fails made no event: the one taken unsure was somebody else's.",
+			steps:  []step{write(1, "a", "x", Patch()), await("x", "4", "5", "a?"), fail(1, "missed later a")},
+		},
+		"AwaitTakesOneEventAWrite": {
+			reason: "Only the first update in flight is taken unsure; a second is heard, its owner's reconcile not held back.",
+			steps:  []step{write(1, "a", "x", Patch()), await("x", "4", "5", "a?"), await("x", "5", "6", ""), answer(1, "6", "missed later a")},
+		},
+		"AwaitKnowsAnsweredVersions": {
+			reason: "Await takes the event of an answered version for certain, as Heard does.",
+			steps:  []step{write(1, "a", "x", Patch()), answer(1, "5", ""), await("x", "4", "5", "a")},
+		},
+		"AwaitTakesNoCreationForAPatch": {
+			reason: "A creation event while a patch is in flight is not the patch's: a patch makes no object.",
+			steps:  []step{write(1, "a", "x", Patch()), await("x", "", "5", ""), answer(1, "5", "")},
+			left:   1,
 		},
 		"UpdateWithoutVersionIsPatch": {
 			reason: "An update without a resourceVersion has no precondition.",
@@ -251,6 +294,9 @@ func TestNilFilter(t *testing.T) {
 	var f *Filter[string]
 	if f.Writing(owner("a"), "x", Create())("5", nil) {
 		t.Error("a nil Filter's write reported a miss")
+	}
+	if _, h := f.Await("x", Event{Old: "4", New: "5"}, nil); h != Others {
+		t.Error("a nil Filter awaited an event")
 	}
 	if _, ok := f.Heard("x", Event{New: "5"}); ok || f.Own(owner("a"), "x", Event{New: "5"}) {
 		t.Error("a nil Filter took an event for an own write")

@@ -447,8 +447,8 @@ func (e *external) roll(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, n
 func (e *external) apply(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, name string, u *unstructured.Unstructured) error {
 	// The workload watches are on the local cluster: only there is the event
 	// of this write to be told apart. An apply has no precondition, so only
-	// its answer tells its event (ownwrite): no event is taken for its own
-	// before the answer, and there is no miss to hear of.
+	// its answer tells its event (ownwrite): an event before the answer is
+	// taken Unsure, and a miss queues the rollout again (writer).
 	var own *ownwrite.Filter[types.NamespacedName]
 	if e.cluster.Local {
 		own = e.own

@@ -196,14 +196,14 @@ func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers
 			enqueue(ctx, q, "", h, e.Object)
 		},
 		UpdateFunc: func(ctx context.Context, e ctrlevent.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			w := writer(own, kind, e)
-			if w != "" && e.ObjectOld.GetAnnotations()[AnnotationLock] == w {
+			w, h := writer(own, kind, e, func(o types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: o}) })
+			if h == ownwrite.Own && e.ObjectOld.GetAnnotations()[AnnotationLock] == w {
 				// A new hash in the pod template of a workload the writer
 				// already held changes nothing any other rollout decides on.
 				return
 			}
 			n := e.ObjectNew
-			if w != "" && n.GetGeneration() != e.ObjectOld.GetGeneration() {
+			if h == ownwrite.Own && n.GetGeneration() != e.ObjectOld.GetGeneration() {
 				// The writer's own write changed an annotation of the pod
 				// template, not what it reads: that is known at the old
 				// generation, and is not read again for the new one.
@@ -223,13 +223,14 @@ func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers
 // writer returns the ConfigRollout whose own write the update e of a workload
 // of kind is, and forgets the write: each is heard of once. It is the
 // workload as that rollout's write was answered, which carries its lock.
-func writer(own *ownwrite.Filter[types.NamespacedName], kind string, e ctrlevent.UpdateEvent) string {
+// A roll is an apply, which has no precondition: its event that comes before
+// its answer is taken Unsure, and only the writer is left out for it; the
+// writer is queued (later) if the answer shows the event was somebody else's.
+func writer(own *ownwrite.Filter[types.NamespacedName], kind string, e ctrlevent.UpdateEvent, later func(types.NamespacedName)) (string, ownwrite.Hearing) {
 	o := e.ObjectNew
 	ev := ownwrite.Event{Old: e.ObjectOld.GetResourceVersion(), New: o.GetResourceVersion()}
-	if r, ok := own.Heard(ownKey(o.GetNamespace(), kind, o.GetName()), ev); ok {
-		return r.Name
-	}
-	return ""
+	r, h := own.Await(ownKey(o.GetNamespace(), kind, o.GetName()), ev, later)
+	return r.Name, h
 }
 
 // watchWorkloads watches every workload kind as metadata only: a new, deleted
