@@ -17,49 +17,66 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
 
-var (
-	requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+// counters are the request metrics of one registry.
+type counters struct {
+	requests, opened *prometheus.CounterVec
+	watches          *prometheus.GaugeVec
+}
+
+// newCounters registers the request metrics with reg, or takes those
+// already registered there: a test process builds several providers into
+// one registry, and a sharded replica builds its share again.
+func newCounters(reg prometheus.Registerer) (*counters, error) {
+	c := &counters{}
+	var err error
+	if c.requests, err = Existing(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "clusterops_api_requests_total",
 		Help: "Requests the provider sent to API servers, by Kubernetes verb and resource (with subresource).",
-	}, []string{"verb", "resource"})
-	watches = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	}, []string{"verb", "resource"})); err != nil {
+		return nil, errors.Wrap(err, errRegister)
+	}
+	if c.watches, err = Existing(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "clusterops_api_watches",
 		Help: "Watch streams the provider holds open on API servers, by resource.",
-	}, []string{"resource"})
-	opened = prometheus.NewCounterVec(prometheus.CounterOpts{
+	}, []string{"resource"})); err != nil {
+		return nil, errors.Wrap(err, errRegister)
+	}
+	if c.opened, err = Existing(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "clusterops_api_watches_opened_total",
 		Help: "Watch streams the provider opened on API servers, by resource. Beyond the watches held, each is a watch resumed or a relist; a refused watch request (an API server still starting answers 429) opens none.",
-	}, []string{"resource"})
-)
-
-// Register adds the metrics to r. They are process-wide: registering them
-// again, as each provider a test process builds does, is not an error.
-func Register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{requests, watches, opened} {
-		if err := r.Register(c); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
-			return errors.Wrap(err, "cannot register API request metrics")
-		}
+	}, []string{"resource"})); err != nil {
+		return nil, errors.Wrap(err, errRegister)
 	}
+	return c, nil
+}
+
+const errRegister = "cannot register API request metrics"
+
+// Instrument makes every client built from cfg, or from a copy of it, count
+// its requests in the request metrics of reg.
+func Instrument(cfg *rest.Config, reg prometheus.Registerer) error {
+	c, err := newCounters(reg)
+	if err != nil {
+		return err
+	}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counting{next: rt, counters: c} })
 	return nil
 }
 
-// Instrument makes every client built from cfg, or from a copy of it, count
-// its requests.
-func Instrument(cfg *rest.Config) {
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return counting{next: rt} })
+type counting struct {
+	next http.RoundTripper
+	*counters
 }
-
-type counting struct{ next http.RoundTripper }
 
 func (c counting) RoundTrip(req *http.Request) (*http.Response, error) {
 	verb, resource := Classify(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
-	requests.WithLabelValues(verb, resource).Inc()
+	c.requests.WithLabelValues(verb, resource).Inc()
 	resp, err := c.next.RoundTrip(req)
 	if err != nil || verb != "watch" || resp.StatusCode != http.StatusOK {
 		return resp, err
 	}
-	opened.WithLabelValues(resource).Inc()
-	g := watches.WithLabelValues(resource)
+	c.opened.WithLabelValues(resource).Inc()
+	g := c.watches.WithLabelValues(resource)
 	g.Inc()
 	resp.Body = &closing{ReadCloser: resp.Body, done: g.Dec}
 	return resp, nil

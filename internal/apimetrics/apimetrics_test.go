@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/client-go/rest"
 )
 
 func TestClassify(t *testing.T) {
@@ -52,32 +53,37 @@ func FuzzClassify(f *testing.F) {
 	})
 }
 
-func TestRegister(t *testing.T) {
+func TestInstrument(t *testing.T) {
 	cases := map[string]struct {
 		reason  string
-		already []prometheus.Collector
+		already func(reg prometheus.Registerer) error
 		wantErr bool
 	}{
 		"Fresh": {
-			reason: "The metrics register in a registry that has none of them.",
+			reason:  "The metrics register in a registry that has none of them.",
+			already: func(prometheus.Registerer) error { return nil },
 		},
 		"Again": {
 			reason:  "A second provider in the process registers them again: not an error.",
-			already: []prometheus.Collector{requests, watches, opened},
+			already: func(reg prometheus.Registerer) error { return Instrument(&rest.Config{}, reg) },
 		},
 		"Conflicting": {
-			reason:  "Other metrics of the same name are an error.",
-			already: []prometheus.Collector{prometheus.NewCounter(prometheus.CounterOpts{Name: "clusterops_api_requests_total", Help: "Something else."})},
+			reason: "Other metrics of the same name are an error.",
+			already: func(reg prometheus.Registerer) error {
+				return reg.Register(prometheus.NewCounter(prometheus.CounterOpts{Name: "clusterops_api_requests_total", Help: "Something else."}))
+			},
 			wantErr: true,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			reg.MustRegister(tc.already...)
-			err := Register(reg)
+			if err := tc.already(reg); err != nil {
+				t.Fatal(err)
+			}
+			err := Instrument(&rest.Config{}, reg)
 			if diff := cmp.Diff(tc.wantErr, err != nil); diff != "" {
-				t.Errorf("\n%s\nRegister(...): error %v: -want error, +got error:\n%s", tc.reason, err, diff)
+				t.Errorf("\n%s\nInstrument(...): error %v: -want error, +got error:\n%s", tc.reason, err, diff)
 			}
 		})
 	}
@@ -91,9 +97,13 @@ func (a answer) RoundTrip(*http.Request) (*http.Response, error) {
 
 func TestCountingWatches(t *testing.T) {
 	const res = "apimetricstests"
+	c, err := newCounters(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
 	watch := func(code int) *http.Response {
 		req, _ := http.NewRequest(http.MethodGet, "https://api/apis/example.org/v1/"+res+"?watch=true", nil)
-		resp, err := counting{next: answer(code)}.RoundTrip(req)
+		resp, err := counting{next: answer(code), counters: c}.RoundTrip(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,9 +116,9 @@ func TestCountingWatches(t *testing.T) {
 	resp := watch(http.StatusOK)
 	got := func() []float64 {
 		return []float64{
-			testutil.ToFloat64(requests.WithLabelValues("watch", res)),
-			testutil.ToFloat64(opened.WithLabelValues(res)),
-			testutil.ToFloat64(watches.WithLabelValues(res)),
+			testutil.ToFloat64(c.requests.WithLabelValues("watch", res)),
+			testutil.ToFloat64(c.opened.WithLabelValues(res)),
+			testutil.ToFloat64(c.watches.WithLabelValues(res)),
 		}
 	}
 	if diff := cmp.Diff([]float64{3, 1, 1}, got()); diff != "" {

@@ -18,7 +18,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -27,18 +26,40 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/apimetrics"
 )
 
 // ReasonRepaired is the reason of the event that reports a repaired drift.
 const ReasonRepaired event.Reason = "DriftRepaired"
 
-var repaired = prometheus.NewCounterVec(prometheus.CounterOpts{
-	Name: "clusterops_drift_repaired_total",
-	Help: "Objects another writer changed or deleted that the provider repaired, by the kind of managed resource that keeps them (AppBundle, CopyRule, ImmortalContainer).",
-}, []string{"kind"})
+// A Reporter reports the drift one provider repairs. A nil Reporter (an
+// external client built without its controller) records the events and the
+// status, and counts nothing.
+type Reporter struct {
+	repaired *prometheus.CounterVec
+}
 
-func init() {
-	metrics.Registry.MustRegister(repaired)
+// NewReporter returns a Reporter whose counter is registered with reg, or
+// is the one already registered there: a test process builds several
+// providers into one registry, and a sharded replica builds its share's
+// controllers again.
+func NewReporter(reg prometheus.Registerer) (*Reporter, error) {
+	c, err := apimetrics.Existing(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "clusterops_drift_repaired_total",
+		Help: "Objects another writer changed or deleted that the provider repaired, by the kind of managed resource that keeps them (AppBundle, CopyRule, ImmortalContainer).",
+	}, []string{"kind"}))
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot register the drift metrics")
+	}
+	return &Reporter{repaired: c}, nil
+}
+
+// count adds n repairs of mgKind's objects to the counter.
+func (r *Reporter) count(mgKind string, n int) {
+	if r == nil {
+		return
+	}
+	r.repaired.WithLabelValues(mgKind).Add(float64(n))
 }
 
 // Settled reports whether mg was last reconciled successfully at its current
@@ -67,18 +88,18 @@ func Deleted(kind, namespace, name string) v1alpha1.Drift {
 // Repaired reports d, repaired at now, of managed resource mg of kind
 // mgKind: an event, the counter, and d first in recent, which keeps
 // MaxRecentDrift entries.
-func Repaired(rec event.Recorder, mg resource.Managed, mgKind string, recent *[]v1alpha1.Drift, d v1alpha1.Drift, now time.Time) {
+func (r *Reporter) Repaired(rec event.Recorder, mg resource.Managed, mgKind string, recent *[]v1alpha1.Drift, d v1alpha1.Drift, now time.Time) {
 	d.Time = metav1.NewTime(now)
 	rec.Event(mg, event.Normal(ReasonRepaired, Message(d)))
-	repaired.WithLabelValues(mgKind).Inc()
+	r.count(mgKind, 1)
 	*recent = append([]v1alpha1.Drift{d}, (*recent)[:min(len(*recent), v1alpha1.MaxRecentDrift-1)]...)
 }
 
 // RepairedMore reports n more repairs of mg's objects, beyond those reported
 // one by one: one event, and the counter.
-func RepairedMore(rec event.Recorder, mg resource.Managed, mgKind string, n int) {
+func (r *Reporter) RepairedMore(rec event.Recorder, mg resource.Managed, mgKind string, n int) {
 	rec.Event(mg, event.Normal(ReasonRepaired, fmt.Sprintf("%d more objects changed by other writers repaired", n)))
-	repaired.WithLabelValues(mgKind).Add(float64(n))
+	r.count(mgKind, n)
 }
 
 // Message says what drifted and that it was repaired.

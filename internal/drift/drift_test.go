@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -159,20 +160,26 @@ func normal(v any) any {
 }
 
 func TestRepaired(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r, err := NewReporter(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec := &recorder{}
 	mg := &fake.Managed{}
 	var recent []v1alpha1.Drift
 	now := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
 	for i := range v1alpha1.MaxRecentDrift + 2 {
-		Repaired(rec, mg, "DriftTest", &recent, Of("ConfigMap", "apps", "c"+string(rune('0'+i)), []string{"data[a]"}), now)
+		r.Repaired(rec, mg, "DriftTest", &recent, Of("ConfigMap", "apps", "c"+string(rune('0'+i)), []string{"data[a]"}), now)
 	}
 	if len(recent) != v1alpha1.MaxRecentDrift || recent[0].Name != "c6" || recent[4].Name != "c2" {
 		t.Errorf("recent keeps the newest %d first, got %v", v1alpha1.MaxRecentDrift, recent)
 	}
-	if got := testutil.ToFloat64(repaired.WithLabelValues("DriftTest")); got != 7 {
-		t.Errorf("counted %v, want 7", got)
+	r.RepairedMore(rec, mg, "DriftTest", 3)
+	if got := testutil.ToFloat64(r.repaired.WithLabelValues("DriftTest")); got != 10 {
+		t.Errorf("counted %v, want 10", got)
 	}
-	want := event.Event{Type: event.TypeNormal, Reason: ReasonRepaired, Message: "ConfigMap apps/c6 changed by another writer at data[a]; repaired", Annotations: map[string]string{}}
+	want := event.Event{Type: event.TypeNormal, Reason: ReasonRepaired, Message: "3 more objects changed by other writers repaired", Annotations: map[string]string{}}
 	if diff := cmp.Diff(want, rec.last); diff != "" {
 		t.Errorf("event: -want, +got:\n%s", diff)
 	}
@@ -206,3 +213,36 @@ type recorder struct{ last event.Event }
 
 func (r *recorder) Event(_ runtime.Object, e event.Event)    { r.last = e }
 func (r *recorder) WithAnnotations(...string) event.Recorder { return r }
+
+// Reporters built from one registry share its counter, so that the
+// providers of one process register it once; a nil Reporter records the
+// event and the status and counts nothing.
+func TestReportersShareTheirRegistrysCounter(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a, err := NewReporter(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewReporter(reg)
+	if err != nil {
+		t.Fatalf("second reporter on the same registry: %v", err)
+	}
+	mg := &fake.Managed{}
+	var recent []v1alpha1.Drift
+	d := Deleted("Pod", "apps", "p")
+	a.Repaired(&recorder{}, mg, "DriftTest", &recent, d, time.Now())
+	b.Repaired(&recorder{}, mg, "DriftTest", &recent, d, time.Now())
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP clusterops_drift_repaired_total Objects another writer changed or deleted that the provider repaired, by the kind of managed resource that keeps them (AppBundle, CopyRule, ImmortalContainer).
+# TYPE clusterops_drift_repaired_total counter
+clusterops_drift_repaired_total{kind="DriftTest"} 2
+`), "clusterops_drift_repaired_total"); err != nil {
+		t.Error(err)
+	}
+	rec := &recorder{}
+	var none *Reporter
+	none.Repaired(rec, mg, "DriftTest", &recent, d, time.Now())
+	if rec.last.Reason != ReasonRepaired || len(recent) != 3 {
+		t.Errorf("a nil Reporter: event %v, %d recent; want %s and 3", rec.last, len(recent), ReasonRepaired)
+	}
+}

@@ -141,6 +141,16 @@ type Options struct {
 	owned []int
 }
 
+// registry is where the provider's metrics are registered: every package
+// that keeps metrics takes it, and registers with it or takes the metrics of
+// the same names already there.
+func (o Options) registry() prometheus.Registerer {
+	if o.MetricsRegistry == nil {
+		return metrics.Registry
+	}
+	return o.MetricsRegistry
+}
+
 // parts are the controllers o's provider runs, with the options that go
 // with them: a sharded replica's leading part always elects a leader, and
 // its share's manager serves no endpoints (the leading part's serve the
@@ -206,10 +216,7 @@ func New(o Options) (*Provider, error) {
 		return nil, errors.New("a sharded provider needs an identity for each replica")
 	}
 	which, o := parts(o)
-	reg := o.MetricsRegistry
-	if reg == nil {
-		reg = metrics.Registry
-	}
+	reg := o.registry()
 	s, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -270,8 +277,7 @@ func New(o Options) (*Provider, error) {
 // routine requests are bounded (flow.Control.Bound).
 func clientConfigs(o Options, fc *flow.Control, reg prometheus.Registerer) (local, manager *rest.Config, err error) {
 	cfg := rest.CopyConfig(o.Config)
-	apimetrics.Instrument(cfg)
-	if err := apimetrics.Register(reg); err != nil {
+	if err := apimetrics.Instrument(cfg, reg); err != nil {
 		return nil, nil, err
 	}
 	fc.Bound(cfg)
@@ -421,6 +427,7 @@ func kindOptions(o Options, fc *flow.Control, reg prometheus.Registerer) (manage
 		},
 		PollJitter: o.PollJitter,
 		Flow:       fc,
+		Metrics:    reg,
 	}
 	if ko.Share, err = o.share(); err != nil {
 		return managedkind.Options{}, err

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
@@ -221,11 +220,7 @@ func (r *replica) Start(ctx context.Context) error {
 	if log == nil {
 		log = logging.NewNopLogger()
 	}
-	reg := o.MetricsRegistry
-	if reg == nil {
-		reg = metrics.Registry
-	}
-	m, err := shard.NewMetrics(reg)
+	m, err := shard.NewMetrics(o.registry())
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -138,13 +139,41 @@ func TestProviderRunsProductionWiring(t *testing.T) {
 	})
 }
 
-// TestProviderBuildsTwiceInOneProcess shows that a second provider in the
-// same process registers its metrics without a panic or an error: tests build
-// several, and controller-runtime's registry is global.
+// TestProviderBuildsTwiceInOneProcess shows that providers in one process
+// register their metrics, every kind's included, without a panic or an
+// error: tests build several, and controller-runtime's registry is global.
+// A provider registers them with the registry it is given.
 func TestProviderBuildsTwiceInOneProcess(t *testing.T) {
-	o := testenv.ProviderOptions(env.Config, time.Hour, 10)
-	o.SkipNameValidation = true
-	if _, err := provider.New(o); err != nil {
-		t.Errorf("cannot build a second provider: %v", err)
+	build := func(reg prometheus.Registerer) error {
+		o := testenv.ProviderOptions(env.Config, time.Hour, 10)
+		// Without safe-start every kind is set up, and registers its
+		// metrics, in New.
+		o.SkipNameValidation, o.SafeStart, o.MetricsRegistry = true, false, reg
+		_, err := provider.New(o)
+		return err
+	}
+	if err := build(nil); err != nil {
+		t.Errorf("cannot build a second provider into controller-runtime's registry: %v", err)
+	}
+	reg := prometheus.NewRegistry()
+	for i := range 2 {
+		if err := build(reg); err != nil {
+			t.Fatalf("cannot build provider %d into one registry: %v", i, err)
+		}
+	}
+	for _, name := range []string{
+		"clusterops_chaos_actions_total",
+		"clusterops_chaos_recovery_seconds",
+		"clusterops_chaos_unrecovered_total",
+		"clusterops_chaos_acting",
+		"clusterops_copy_oldest_unsynced_timestamp_seconds",
+		"clusterops_drift_repaired_total",
+		"clusterops_urgent_wait_seconds",
+		"clusterops_api_requests_total",
+	} {
+		// A registry refuses a second metric of a name it holds.
+		if err := reg.Register(prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: "probe"})); err == nil {
+			t.Errorf("the provider's registry lacks %s", name)
+		}
 	}
 }

@@ -30,6 +30,7 @@ import (
 	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/drift"
 	"github.com/clusterops/provider-clusterops/internal/ownwrite"
 	"github.com/clusterops/provider-clusterops/internal/plan"
 	"github.com/clusterops/provider-clusterops/internal/target"
@@ -55,13 +56,17 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		return errors.Wrap(err, "cannot add the cache of the AppBundles' objects")
 	}
 	own := ownwrite.New[ownKey]()
+	dr, err := drift.NewReporter(o.Metrics)
+	if err != nil {
+		return err
+	}
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.AppBundle]{
 		GroupVersionKind: resource.ManagedKind(v1alpha1.AppBundleGroupVersionKind),
 		Object:           &v1alpha1.AppBundle{},
 		List:             &v1alpha1.AppBundleList{},
 		OwnNamespace:     true,
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ client.SubResourceWriter, _ *v1alpha1.AppBundle) managed.TypedExternalClient[*v1alpha1.AppBundle] {
-			e := &external{cluster: c, record: rec}
+			e := &external{cluster: c, record: rec, drift: dr}
 			if c.Local {
 				// The cache and its events are of the provider's own cluster.
 				e.cache, e.own = objects, own
@@ -82,6 +87,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 type external struct {
 	cluster *target.Cluster
 	record  event.Recorder
+	drift   *drift.Reporter
 	// cache holds the objects AppBundles made on the provider's own cluster;
 	// nil on another cluster.
 	cache client.Reader

@@ -107,7 +107,7 @@ func gone(ab *v1alpha1.AppBundle, c children) []apisv1alpha1.Drift {
 // repaired reports the drift Observe found, now that it is repaired.
 func (e *external) repaired(ab *v1alpha1.AppBundle) {
 	for _, d := range e.drifted {
-		drift.Repaired(e.record, ab, v1alpha1.AppBundleKind, &ab.Status.AtProvider.RecentDrift, d, time.Now())
+		e.drift.Repaired(e.record, ab, v1alpha1.AppBundleKind, &ab.Status.AtProvider.RecentDrift, d, time.Now())
 	}
 	e.drifted = nil
 }

@@ -43,12 +43,16 @@ const (
 // through one metadata-only informer shared by every agent.
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	mem := newMemory()
+	m, err := newMetrics(o.Metrics)
+	if err != nil {
+		return err
+	}
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ChaosAgent]{
 		GroupVersionKind: resource.ManagedKind(v1alpha1.ChaosAgentGroupVersionKind),
 		Object:           &v1alpha1.ChaosAgent{},
 		List:             &v1alpha1.ChaosAgentList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, status client.SubResourceWriter, _ *v1alpha1.ChaosAgent) managed.TypedExternalClient[*v1alpha1.ChaosAgent] {
-			return &external{cluster: c, kube: mgr.GetClient(), status: status, record: rec, now: time.Now, memory: mem, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
+			return &external{cluster: c, kube: mgr.GetClient(), status: status, record: rec, now: time.Now, memory: mem, metrics: m, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
 		},
 		PollHook: untilNextRound(time.Now),
 	})
@@ -89,6 +93,8 @@ type external struct {
 	record event.Recorder
 	now    func() time.Time
 	memory *memory
+	// metrics are the provider's ChaosAgent metrics; nil records none.
+	metrics *metrics
 	// evict evicts a pod through the Eviction API.
 	evict func(ctx context.Context, p *corev1.Pod) error
 }
@@ -104,7 +110,7 @@ type external struct {
 func (e *external) Observe(ctx context.Context, ca *v1alpha1.ChaosAgent) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(ca) {
 		e.memory.forget(ca)
-		forgetMetrics(ca)
+		e.metrics.forget(ca)
 		b := e.backup(ca)
 		if err := b.load(ctx); err != nil {
 			return managed.ExternalObservation{}, err
@@ -365,7 +371,7 @@ func (e *external) carryOut(ctx context.Context, ca *v1alpha1.ChaosAgent, b *bac
 		r.done = append(r.done, *out.action)
 		e.announce(ca, out.target, event.Normal(event.Reason(out.action.Action), upperFirst(describe(*out.action))), out.action.DryRun)
 		if !out.action.DryRun {
-			actionsTotal.WithLabelValues(ca.GetNamespace()+"/"+ca.GetName(), out.action.Action, out.action.Namespace).Inc()
+			e.metrics.acted(ca.GetNamespace()+"/"+ca.GetName(), out.action.Action, out.action.Namespace)
 			if out.workload != nil && out.action.Action != v1alpha1.ActionEvictionRefused {
 				o.Verdicts = Disturbed(o.Verdicts, *out.workload, at)
 			}

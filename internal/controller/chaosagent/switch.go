@@ -154,7 +154,7 @@ func (e *external) acting(ca *v1alpha1.ChaosAgent, reason xpv2.ConditionReason, 
 	if reason == v1alpha1.ReasonActing {
 		c.Status = corev1.ConditionTrue
 	}
-	setActing(ca.GetNamespace()+"/"+ca.GetName(), reason, map[bool]float64{true: 1, false: 0}[c.Status == corev1.ConditionTrue])
+	e.metrics.setActing(ca.GetNamespace()+"/"+ca.GetName(), reason, map[bool]float64{true: 1, false: 0}[c.Status == corev1.ConditionTrue])
 	if was.Status == c.Status && was.Reason == c.Reason && was.Message == c.Message {
 		return
 	}

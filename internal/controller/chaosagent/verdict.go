@@ -245,12 +245,7 @@ func (e *external) probe(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec) e
 			return err
 		}
 		recovered, lost := Settle(v, Whole(st), now, s.RecoveryTimeout)
-		for _, d := range recovered {
-			recoverySeconds.WithLabelValues(agent, v.Namespace, v.Kind, v.Name).Observe(d.Seconds())
-		}
-		if lost > 0 {
-			unrecoveredTotal.WithLabelValues(agent, v.Namespace, v.Kind, v.Name).Add(float64(lost))
-		}
+		e.metrics.settled(agent, WorkloadRef{Kind: v.Kind, Namespace: v.Namespace, Name: v.Name}, recovered, lost)
 	}
 	return nil
 }

@@ -47,7 +47,15 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	known := newKnownCopies()
 	access := newGrants()
 	ws.OnForget(known.forget)
-	late := newBehind(oldestUnsynced)
+	dr, err := drift.NewReporter(o.Metrics)
+	if err != nil {
+		return err
+	}
+	oldest, err := newOldestUnsynced(o.Metrics)
+	if err != nil {
+		return err
+	}
+	late := newBehind(oldest)
 	// Half the shortest poll: a rule's first poll after a restart reads.
 	resumeFor := time.Duration(float64(o.PollInterval) * (1 - o.PollJitter) / 2)
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.CopyRule]{
@@ -55,7 +63,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		Object:           &v1alpha1.CopyRule{},
 		List:             &v1alpha1.CopyRuleList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ client.SubResourceWriter, _ *v1alpha1.CopyRule) managed.TypedExternalClient[*v1alpha1.CopyRule] {
-			return &external{cluster: c, resolver: r, record: rec, watches: ws, known: known, grants: access, behind: late, now: time.Now, resumeFor: resumeFor}
+			return &external{cluster: c, resolver: r, record: rec, drift: dr, watches: ws, known: known, grants: access, behind: late, now: time.Now, resumeFor: resumeFor}
 		},
 		// Sources, copies and namespaces are watched narrowly, as metadata:
 		// the copies and namespaces on the cluster the rule writes to, the
@@ -76,6 +84,7 @@ type external struct {
 	// resolved them on their clusters.
 	src, dst Kind
 	record   event.Recorder
+	drift    *drift.Reporter
 	watches  *watchset.Set
 	// known is what the controller knows of each rule's copies unread.
 	known *knownCopies

@@ -10,11 +10,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
 	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/apimetrics"
 )
 
 // reasonStale is the Warning event of a rule whose copies went stale.
@@ -96,20 +98,20 @@ func staleAfter(cr *v1alpha1.CopyRule) time.Duration {
 	return defaultStaleAfter
 }
 
-// oldestUnsynced is the time since which the oldest copy out of sync has
-// been so, across the provider's rules: what a platform team alerts on, as
-// time() minus it.
-var oldestUnsynced = prometheus.NewGauge(prometheus.GaugeOpts{
-	Name: "clusterops_copy_oldest_unsynced_timestamp_seconds",
-	Help: "When the copy that has been out of sync with its source the longest, across all CopyRules, fell behind, as a Unix time; 0 while every copy that can be written matches. Its age is time() minus it.",
-})
-
-func init() {
-	metrics.Registry.MustRegister(oldestUnsynced)
+// newOldestUnsynced returns the gauge of the time since which the oldest
+// copy out of sync has been so, across the provider's rules (what a platform
+// team alerts on, as time() minus it), registered with reg or the one
+// already registered there.
+func newOldestUnsynced(reg prometheus.Registerer) (prometheus.Gauge, error) {
+	g, err := apimetrics.Existing(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "clusterops_copy_oldest_unsynced_timestamp_seconds",
+		Help: "When the copy that has been out of sync with its source the longest, across all CopyRules, fell behind, as a Unix time; 0 while every copy that can be written matches. Its age is time() minus it.",
+	}))
+	return g, errors.Wrap(err, "cannot register the CopyRule metrics")
 }
 
 // behind remembers, of each rule with copies out of sync, since when, and
-// keeps oldestUnsynced at the oldest. Rules in sync take no room. The rules
+// keeps the oldest-unsynced gauge at the oldest. Rules in sync take no room. The rules
 // behind are a heap by since: when a remote cluster goes, every rule of it
 // falls behind, and each one's report costs log(rules), not a scan of all.
 type behind struct {

@@ -189,3 +189,23 @@ func FuzzFresh(f *testing.F) {
 		}
 	})
 }
+
+// The providers of one registry share its oldest-unsynced gauge, which keeps
+// its name.
+func TestOldestUnsyncedIsOneGaugePerRegistry(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a, err := newOldestUnsynced(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := newOldestUnsynced(reg)
+	if err != nil {
+		t.Fatalf("second provider on the same registry: %v", err)
+	}
+	if a != b {
+		t.Error("two gauges of one registry, want the one registered")
+	}
+	if got := testutil.CollectAndCount(a, "clusterops_copy_oldest_unsynced_timestamp_seconds"); got != 1 {
+		t.Errorf("series of clusterops_copy_oldest_unsynced_timestamp_seconds: %d, want 1", got)
+	}
+}

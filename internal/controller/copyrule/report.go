@@ -85,10 +85,10 @@ func (e *external) repaired(cr *v1alpha1.CopyRule, done []Action) {
 	kind := e.dst.Kind
 	for i, a := range done {
 		if i == repairsReported {
-			drift.RepairedMore(e.record, cr, v1alpha1.CopyRuleKind, len(done)-i)
+			e.drift.RepairedMore(e.record, cr, v1alpha1.CopyRuleKind, len(done)-i)
 			return
 		}
-		drift.Repaired(e.record, cr, v1alpha1.CopyRuleKind, &cr.Status.AtProvider.RecentDrift, drift.Of(kind, a.Object.Namespace, a.Object.Name, a.Drift), e.now())
+		e.drift.Repaired(e.record, cr, v1alpha1.CopyRuleKind, &cr.Status.AtProvider.RecentDrift, drift.Of(kind, a.Object.Namespace, a.Object.Name, a.Drift), e.now())
 	}
 }
 

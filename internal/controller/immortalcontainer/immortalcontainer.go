@@ -37,13 +37,17 @@ const reasonStarted event.Reason = "StartedPod"
 
 // Setup adds the ImmortalContainer controller to mgr.
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
+	dr, err := drift.NewReporter(o.Metrics)
+	if err != nil {
+		return err
+	}
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ImmortalContainer]{
 		GroupVersionKind: resource.ManagedKind(v1alpha1.ImmortalContainerGroupVersionKind),
 		Object:           &v1alpha1.ImmortalContainer{},
 		List:             &v1alpha1.ImmortalContainerList{},
 		OwnNamespace:     true,
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ client.SubResourceWriter, _ *v1alpha1.ImmortalContainer) managed.TypedExternalClient[*v1alpha1.ImmortalContainer] {
-			return &external{cluster: c, record: rec, now: time.Now}
+			return &external{cluster: c, record: rec, drift: dr, now: time.Now}
 		},
 		// A pod that ends or goes away is replaced on the event, not at the
 		// next poll; events that change nothing it acts on or reports are
@@ -69,6 +73,7 @@ func untilRestart(now func() time.Time) managed.PollIntervalHook {
 type external struct {
 	cluster *target.Cluster
 	record  event.Recorder
+	drift   *drift.Reporter
 	now     func() time.Time
 	// observed is the pod as Observe read it, nil for none, until Create,
 	// Update or Delete uses it (observedSet): the client lives for one reconcile, and
@@ -270,7 +275,7 @@ func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 	}
 	e.record.Event(ic, event.Normal(reasonStarted, msg))
 	if e.deleted != nil {
-		drift.Repaired(e.record, ic, v1alpha1.ImmortalContainerKind, &ic.Status.AtProvider.RecentDrift, *e.deleted, e.now())
+		e.drift.Repaired(e.record, ic, v1alpha1.ImmortalContainerKind, &ic.Status.AtProvider.RecentDrift, *e.deleted, e.now())
 	}
 	// Its running, or its end, reconciles the ImmortalContainer; until then
 	// status shows the pod as created.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -77,6 +78,10 @@ type Options struct {
 	PollJitter float64
 	// Flow ranks and bounds the controllers' reconciles and requests.
 	Flow *flow.Control
+	// Metrics is the provider's registry: each kind registers its metrics
+	// there, or takes those of the same name already registered (a process
+	// that builds several providers, a share built again).
+	Metrics prometheus.Registerer
 	// Share selects, on a sharded replica, the managed resources of its
 	// shards and the objects they made (internal/shard): the manager caches
 	// only those, a kind's own caches of the objects it makes select them
