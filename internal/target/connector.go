@@ -42,7 +42,7 @@ func (c *Connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternal
 }
 
 // outOfReach refuses a managed resource whose own namespace its config does
-// not reach (TestOwnNamespaceOutOfReach): it fails with why, touching
+// not reach (TestAnotherClustersNamespaceIsNotTheTenants): it fails with why, touching
 // nothing. Deleting it touches nothing either: what it may have made there
 // before the reach changed is left, as the provider may not act there now.
 func outOfReach[T resource.ModernManaged](mg T, err error) (managed.TypedExternalClient[T], error) {

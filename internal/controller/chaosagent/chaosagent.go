@@ -104,8 +104,8 @@ type external struct {
 //
 // The external resource of an agent is its backup: while the agent lives it
 // always counts as existing (before the first change there is nothing to back
-// up), so every round runs in Update and Create is never called (managedkind's
-// package doc says why a kind works so). Once the agent is deleted, it exists
+// up), so every round runs in Update and Create is never called
+// (docs/architecture.md, "Write order", says why a kind works so). Once the agent is deleted, it exists
 // for as long as its backup ConfigMap does, and Delete reverts and removes it.
 func (e *external) Observe(ctx context.Context, ca *v1alpha1.ChaosAgent) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(ca) {

@@ -12,7 +12,7 @@ import (
 // reconciler reads agents from a cache: a reconcile that follows a round
 // closely can see the agent as it was before the round, find a round due and
 // run a second one at once (and its status write then conflicts and is lost:
-// managedkind's package doc, "Write order"). Recalling the last round's
+// docs/architecture.md, "Write order"). Recalling the last round's
 // status in Observe prevents both within this process. The memory is lost on
 // a restart and rebuilt with each share: what keeps another holder from
 // running a round again is the round's record in status, written before it

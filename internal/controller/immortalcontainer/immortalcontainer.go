@@ -157,7 +157,7 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 		o := &ic.Status.AtProvider
 		// Report the pod as still there the first time its end is seen, so the
 		// end, which the backoff depends on, is in status before Create
-		// replaces the pod (managedkind's package doc, "Write order").
+		// replaces the pod (docs/architecture.md, "Write order").
 		if recordEnd(o, pod, backoffOf(ic), e.now()) || e.now().Before(o.NextRestartTime.Time) {
 			msg := "pod ended: " + o.LastExitReason
 			if o.QuickEnds > 1 {
@@ -211,8 +211,8 @@ func (e *external) plan(ic *v1alpha1.ImmortalContainer, pod *corev1.Pod, details
 }
 
 // seen records pod in o: the current pod, and its start. Starts are counted
-// from the pods themselves, once per pod UID (managedkind's package doc,
-// "Write order"), so neither a repeated observation, nor a restarted provider
+// from the pods themselves, once per pod UID (docs/architecture.md, "Write
+// order"), so neither a repeated observation, nor a restarted provider
 // (which reads the UID back from status), nor Create and the Observe after it
 // count a pod twice.
 func seen(o *v1alpha1.ImmortalContainerObservation, pod *corev1.Pod) {
