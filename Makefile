@@ -53,7 +53,9 @@ test: ## Run every test tier: unit + integration (envtest), a short fuzz run, e2
 	# at the lowest priority while the tiers before those run, which mostly wait on API servers.
 	# The process tier is the longest and mostly waits on restarts and leases: listed first, it
 	# starts first and the other packages run beside it.
-	nice -n 19 cluster/local/build-tools.sh crossplane crank & tools=$$!; \
+	# Prometheus and promtool build beside them, and the monitoring module's tests (promtool test
+	# rules) run once promtool is there, at the same priority.
+	nice -n 19 $(SHELL) -c 'cluster/local/build-tools.sh crossplane crank prometheus && $(MAKE) test-monitoring' & tools=$$!; \
 	  KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) ./test/reliability/process \
 	    $$(go list ./... | grep -v -e /hack/xpkg -e /test/reliability/process) && $(MAKE) fuzz-ci; \
 	  rc=$$?; wait $$tools || rc=1; exit $$rc
@@ -62,6 +64,15 @@ test: ## Run every test tier: unit + integration (envtest), a short fuzz run, e2
 	# make demo, with its output checked (cluster/local/demo_test.go).
 	DEMO=1 go test -count=1 -v -run '^TestDemoShowsEveryKindActing$$' ./cluster/local
 
+.PHONY: monitoring
+monitoring: ## Generate examples/monitoring (alerts, PodMonitor, Grafana dashboard) and the e2e tier's rules from hack/monitoring.
+	cd hack/monitoring && go run .
+
+.PHONY: test-monitoring
+test-monitoring: ## Test the alerts with promtool, the dashboard's queries with Prometheus' parser, and that the generated files are current.
+	cluster/local/build-tools.sh prometheus
+	cd hack/monitoring && go test -count=1 ./...
+
 .PHONY: test-unit
 test-unit: ## Run the unit and integration tests (envtest): the edit-test loop, without make test's reliability tier.
 	cluster/local/build-tools.sh controlplane crank
@@ -69,7 +80,7 @@ test-unit: ## Run the unit and integration tests (envtest): the edit-test loop, 
 
 .PHONY: e2e
 e2e: ## Run the e2e tests on a local control plane (started and stopped unless one is up), Crossplane core included.
-	cluster/local/build-tools.sh controlplane crossplane
+	cluster/local/build-tools.sh controlplane crossplane prometheus
 	cluster/local/e2e.sh
 
 .PHONY: bench
@@ -150,6 +161,7 @@ xpkg: ## Build the Crossplane packages into _output/xpkg without Docker: provide
 reviewable: generate vet ## Generate, tidy and vet: run before sending a change.
 	go mod tidy
 	cd hack/tools && go mod tidy
+	cd hack/monitoring && go mod tidy
 
 .PHONY: clean
 clean: ## Remove build output (keeps the cached control plane).

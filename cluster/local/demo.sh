@@ -133,10 +133,11 @@ if exists demo configrollout nginx; then deleted demo configrollout nginx; fi
 kc -n demo delete deployment/nginx --ignore-not-found --cascade=foreground --wait >/dev/null
 
 say "Applying examples/"
+# examples/monitoring is for a cluster's Prometheus and Grafana (printed at the end).
 # examples/platform and examples/crossplane need Crossplane core, which the demo does not run (the
 # Crossplane e2e tier does; see docs/development.md); a file marked as needing a second cluster is left out
 # (as TestExamplesApply leaves it out).
-find "$root/examples" \( -path "$root/examples/platform" -o -path "$root/examples/crossplane" \) -prune -o -name '*.yaml' -print | sort | while read -r f; do
+find "$root/examples" \( -path "$root/examples/platform" -o -path "$root/examples/crossplane" -o -path "$root/examples/monitoring" \) -prune -o -name '*.yaml' -print | sort | while read -r f; do
   if head -1 "$f" | grep -q '^# examples: needs a second cluster'; then
     echo "(skipped: $f needs a second cluster)"
     continue
@@ -273,4 +274,6 @@ deleted default copyrule copyrator
 echo "copies of copyrator-greeting left: $(kc get configmaps -A -l copy.clusterops.io/rule-uid --no-headers 2>/dev/null | grep -c copyrator-greeting || true)"
 kc delete namespace demo-newcomer --wait=false >/dev/null
 kc -n demo get deployments,pods,services,pvc 2>&1
+say "Monitoring"
+echo "alerts, a PodMonitor and a Grafana dashboard for a cluster's Prometheus: examples/monitoring/ (docs/operations.md#monitoring)"
 say "Done"

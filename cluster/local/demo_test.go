@@ -247,6 +247,7 @@ func demoLines(t *testing.T, out string) []struct{ what, line string } {
 		{"the agent's one round, which evicted the pod", `^demo\s+tantrum\s+1\s+Acting\s+evicted pod demo/` + pod + `(;.*)?$`},
 		{"why the example agent princeedmund did nothing", `^demo\s+princeedmund\s+\S+\s+\S+\s+nothing happened: \S.*$`},
 		{"why the example agent baldrick did nothing", `^chaos-playground\s+baldrick\s+\S+\s+\S+\s+nothing happened: \S.*$`},
+		{"where the monitoring files are", `^alerts, a PodMonitor and a Grafana dashboard for a cluster's Prometheus: examples/monitoring/ \(docs/operations\.md#monitoring\)$`},
 		{"the end", `^== Done$`},
 	}
 }

@@ -32,9 +32,11 @@ if [[ -z "${KUBECONFIG:-}" ]]; then
 fi
 
 cd "$root"
-export CROSSPLANE_DIR CRANK_DIR
+export CROSSPLANE_DIR CRANK_DIR PROMETHEUS_DIR
 CROSSPLANE_DIR="$("$here/build-tools.sh" crossplane-dir)"
 CRANK_DIR="$("$here/build-tools.sh" crank-dir)"
+# TestMonitoring runs Prometheus (make e2e builds it).
+PROMETHEUS_DIR="$("$here/build-tools.sh" prometheus-dir)"
 # The Crossplane tier keeps core's, the provider's and the function's logs with the control plane's.
 export CROSSPLANE_E2E_LOGS="${CROSSPLANE_E2E_LOGS:-$state/logs/crossplane}"
 # The output is kept, and a failing run repeats each failed test's own lines at its end: with -v
