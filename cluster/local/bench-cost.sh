@@ -2,8 +2,9 @@
 # make bench-cost: what a change costs the fleet. Runs make bench-fleet's scenarios from the
 # trees of two commits, COST_BASE (required) and HEAD, one after the other and in
 # COST_ROUNDS rounds (default 2), so that base and head share the machine's state as far
-# as runs can. Results land in docs/fleet/cost/<base|head>-<round>/ (committed, with
-# verdict.md by hand); hack/fleetreport -cost turns them into docs/fleet/cost.md.
+# as runs can. Results land in bench/results/fleet-cost/<base|head>-<round>/ (committed);
+# hack/fleetreport -cost turns them into docs/fleet/cost.md, which links the dated decision
+# records in docs/decisions/ that name them (a line "Results: bench/results/fleet-cost").
 #
 # COST_KINDS (default "copyrule configrollout"), COST_N (10000) and COST_LAYOUT (one) pick
 # the scenarios; each run takes 5 to 8 minutes on 2 cores.
@@ -13,7 +14,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 source "$here/common.sh"
 cd "$root"
 : "${COST_BASE:?COST_BASE names the commit to compare HEAD with}"
-results="$root/docs/fleet/cost"
+results="$root/bench/results/fleet-cost"
 trees="$CACHE_DIR/cost"
 rm -rf "$results" "$trees"
 mkdir -p "$results" "$trees"

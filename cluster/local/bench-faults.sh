@@ -6,7 +6,7 @@
 #   - 2,000 resources whose provider is cut off while etcd compacts past what it saw;
 #   - a remote cluster dark for five minutes under 1,000 CopyRules and 1,000 ConfigRollouts;
 #   - a source rewritten every second for ten minutes under a CopyRule and a ConfigRollout.
-# Each writes its figures to docs/faults/<test>.json (committed), and hack/faultreport turns
+# Each writes its figures to bench/results/faults/<test>.json (committed), and hack/faultreport turns
 # them into docs/faults.md (with the soak's section, from make soak's committed result).
 # FAULTS_TESTS narrows the run (a regular expression of test names); FAULTS_REPORT_ONLY=1
 # only writes the report again.
@@ -15,13 +15,14 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=common.sh
 source "$here/common.sh"
 cd "$root"
-results="$root/docs/faults"
+results="$root/bench/results/faults"
 mkdir -p "$results"
 
 if [[ -z "${FAULTS_REPORT_ONLY:-}" ]]; then
   "$here/build-tools.sh" envtest
   KUBEBUILDER_ASSETS="$("$here/build-tools.sh" envtest-dir)"
-  export KUBEBUILDER_ASSETS CLUSTEROPS_FAULT_SCALE=10 CLUSTEROPS_FAULT_RESULTS="$results"
+  BENCH_COMMIT="$(measured_commit)"
+  export KUBEBUILDER_ASSETS BENCH_COMMIT CLUSTEROPS_FAULT_SCALE=10 CLUSTEROPS_FAULT_RESULTS="$results"
   process='^(TestFleetWaveSurvivesKills|TestFleetWaveSurvivesAPIServerRestarts|TestProviderRelistsAfterCompaction)$'
   integration='^(TestRemoteClusterGoesDark|TestCopyRuleFollowsAFlappingSource|TestConfigRolloutLimitsAFlappingSource)$'
   if [[ -n "${FAULTS_TESTS:-}" ]]; then
@@ -38,5 +39,5 @@ if [[ -z "${FAULTS_REPORT_ONLY:-}" ]]; then
     tee "$CACHE_DIR/bench-faults-integration.txt" | show || rc=1
   grep -q -- '--- FAIL' "$CACHE_DIR"/bench-faults-*.txt && rc=1
 fi
-go run ./hack/faultreport -faults "$results" -soak docs/soak -md docs/faults.md -svg docs/soak.svg
+go run ./hack/faultreport -faults "$results" -soak bench/results/soak -md docs/faults.md -svg docs/soak.svg
 exit "${rc:-0}"

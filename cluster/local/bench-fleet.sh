@@ -8,13 +8,13 @@
 # its result lands in docs/fleet/<kind>-<layout>-<n>.json (committed: a narrowed run
 # replaces only its own scenarios' results, and the report can be written again on any
 # machine), and hack/fleetreport turns them into docs/fleet/report.md and
-# docs/fleet.svg, appended to docs/performance.md. docs/fleet/took says when each was run.
+# docs/fleet.svg, appended to docs/performance.md. bench/results/fleet/took says when each was run.
 #
 # On 2 cores a scenario at 100 takes half a minute, at 1,000 one to three
 # (AppBundle's), at 10,000 (2,000) 2 to 10.5: the raw client alone takes 1 to 2 minutes a
 # scenario at 10,000, the provider longer, its restart is measured too, and in one namespace
 # the controller-manager's catching up with 10,000 Deployments takes minutes. The whole tier
-# took 124 minutes in its last run (docs/fleet/took); each result's Phases say where the time goes.
+# took 124 minutes in its last run (bench/results/fleet/took); each result's Phases say where the time goes.
 # FLEET_KINDS, FLEET_SIZES (and FLEET_SIZES_PODS for the two kinds with pods) and
 # FLEET_LAYOUTS narrow the run; FLEET_SHARDED adds the sharded tier's kinds (make
 # bench-sharded sets it, with no FLEET_KINDS), FLEET_SHARDED_REPLICAS its replica counts;
@@ -29,11 +29,16 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=common.sh
 source "$here/common.sh"
 out="$CACHE_DIR/bench"
-results="${FLEET_RESULTS:-$root/docs/fleet}"
+results="${FLEET_RESULTS:-$root/bench/results/fleet}"
 mkdir -p "$out/fleet" "$results"
 cd "$root"
-commit="$(git rev-parse --short HEAD)"
-git diff --quiet HEAD -- ':!docs' || commit+="+changes"
+# A profiling run (FLEET_RESULTS elsewhere) may measure a tree with changes; the report's may not.
+if [[ -n "${FLEET_RESULTS:-}" ]]; then
+  commit="$(git rev-parse --short HEAD)"
+  git diff --quiet HEAD -- ':!bench/results' ':!docs' || commit+="+changes"
+else
+  commit="$(measured_commit)"
+fi
 export BENCH_PROVIDER="${BENCH_PROVIDER:-$root/bin/provider}" BENCH_OUT="$out" FLEET_OUT="$results" BENCH_COMMIT="${BENCH_COMMIT:-$commit}"
 bench_test="${FLEET_BENCH_TEST:-$out/bench.test}"
 kinds="${FLEET_KINDS-configrollout configrollout-auto copyrule chaosagent appbundle immortalcontainer copyrule-x10 copyrule-fanout}"
@@ -103,7 +108,7 @@ if [[ -z "${FLEET_REPORT_ONLY:-}" ]]; then
   done
   # The sharded tier (make bench-sharded): FLEET_SHARDED's kinds at the largest size, spread,
   # shared by 1, 2 and 4 replicas, and by 4 with one SIGKILLed mid-converge; results in
-  # docs/fleet/sharded/.
+  # bench/results/fleet/sharded/.
   n=$(echo "$sizes" | tr ' ' '\n' | sort -n | tail -1)
   # FLEET_SHARDED_REPLICAS narrows the replica counts ("kill" is 4 with one killed).
   for kind in ${FLEET_SHARDED:-}; do
@@ -126,7 +131,7 @@ if [[ -z "${FLEET_REPORT_ONLY:-}" ]]; then
 fi
 
 # Results written elsewhere (FLEET_RESULTS) are not the report's.
-[[ "$results" == "$root/docs/fleet" ]] || exit "$((${#failed[@]} > 0))"
+[[ "$results" == "$root/bench/results/fleet" ]] || exit "$((${#failed[@]} > 0))"
 go run ./hack/fleetreport -in "$results" -md docs/fleet/report.md -svg docs/fleet.svg
 # docs/performance.md ends with the fleet report; make bench keeps it there.
 sed -i '/^<!-- fleet -->$/,$d' docs/performance.md

@@ -9,15 +9,20 @@
 # BENCH_APPBUNDLES, BENCH_COPY_NAMESPACES, BENCH_IDLE_MRS, BENCH_MEM_SELECTED and
 # BENCH_MEM_UNSELECTED size the scenarios. BENCH_SCENARIOS (benchmark names, space-separated) runs
 # only those again and keeps the other results of the last run. BENCH_TABLE_ONLY=1 runs nothing and
-# writes docs/performance.md again from the last results (after editing docs/bench/notes.md).
+# writes docs/performance.md again from the committed results (after editing bench/notes.md).
+# Each scenario's result lines land in bench/results/bench/<benchmark>.txt (committed, with took
+# and the commit measured), the table is generated from those; raw output and profiles stay in
+# .cache/bench.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=common.sh
 source "$here/common.sh"
 out="$CACHE_DIR/bench"
+results="$root/bench/results/bench"
 table_only="${BENCH_TABLE_ONLY:-}"
 [[ -n "${BENCH_SCENARIOS:-}" || -n "$table_only" ]] || rm -rf "$out"
-mkdir -p "$out"
+mkdir -p "$out" "$results"
+[[ -n "$table_only" ]] || commit="$(measured_commit)"
 count="${BENCH_COUNT:-3}"
 started=$(date +%s)
 cd "$root"
@@ -56,7 +61,7 @@ run() { # run <benchmark> <benchtime> <count>
   (cd test/bench && "$out/bench.test" -test.run '^$' -test.bench "^$1\$" -test.benchtime "$2" -test.count "$3" -test.timeout 60m) \
     >"$log" 2>&1 || rc=$?
   cat "$log" >>"$out/raw.txt"
-  { grep -E "^Benchmark" "$log" || true; } >"$out/$1.txt"
+  { grep -E "^Benchmark" "$log" || true; } >"$results/$1.txt"
   if ((rc != 0)); then
     # A scenario that fails shows as failed in the table and fails make bench, never as n/a.
     echo "bench: $1 FAILED (exit $rc); the end of its output:" >&2
@@ -85,7 +90,7 @@ run BenchmarkIdleCost 1x 1
 # brackets when there was more than one run; values are divided by scale.
 stat() {
   if grep -qx "$1" "$out/failed" 2>/dev/null; then echo "failed"; return; fi
-  { grep -oE "[0-9.e+]+ $2([[:space:]]|$)" "$out/$1.txt" || true; } | cut -d' ' -f1 | sort -g | awk -v s="${3:-1}" '
+  { grep -oE "[0-9.e+]+ $2([[:space:]]|$)" "$results/$1.txt" 2>/dev/null || true; } | cut -d' ' -f1 | sort -g | awk -v s="${3:-1}" '
     { v[NR] = $1 / s }
     END {
       if (NR == 0) { print "n/a"; exit }
@@ -97,7 +102,7 @@ mib=1048576
 [[ -n "$table_only" ]] || {
   took="$(awk -v s="$(( $(date +%s) - started ))" 'BEGIN { printf "%.1f min", s / 60 }')"
   [[ -z "${BENCH_SCENARIOS:-}" ]] || took="$BENCH_SCENARIOS re-run in $took"
-  echo "$took" >"$out/took"
+  echo "$(date -u +%F) at $commit, $took" >"$results/took"
 }
 pprof_top() { "$out/pprof" -top -nodecount=12 "$BENCH_PROVIDER" "$1" 2>/dev/null | sed -n '/flat%/,$p' || true; }
 [[ -n "$table_only" ]] || {
@@ -111,8 +116,8 @@ rate="${BENCH_RATE:-100 (default)}"
 {
   echo "# Benchmarks"
   echo
-  took="$(cat "$out/took" 2>/dev/null || echo "time unknown")"
-  echo "Written by \`make bench\` ($(date -u +%Y-%m-%d), $took); raw output, CPU and heap"
+  took="$(cat "$results/took" 2>/dev/null || echo "time unknown")"
+  echo "Written by \`make bench\` from bench/results/bench/ (measured $took); raw output, CPU and heap"
   echo "profiles in \`.cache/bench/\`. Measured on the local control plane (kube-apiserver $KUBERNETES_VERSION,"
   echo "etcd $ETCD_VERSION, kwok $KWOK_VERSION fake node) on $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB, $(go version | cut -d' ' -f3). The provider is"
   echo "\`bin/provider\` as its own process with \`--max-reconcile-rate=$rate\`, a fresh one per scenario; the control"
@@ -132,7 +137,7 @@ rate="${BENCH_RATE:-100 (default)}"
   echo "| 8 | ConfigRollout staggered: one ConfigMap read by $(stat BenchmarkConfigRolloutStaggered deployments) Deployments of one replica, \`strategy.maxConcurrent: $(stat BenchmarkConfigRolloutStaggered max-concurrent)\`; ConfigMap changed → every Deployment rolled, each wave once the previous is available again (kwok runs the pods); the most seen rolling at once, from a list every 250 ms | $(stat BenchmarkConfigRolloutStaggered s-to-all-rolled) s, at most $(stat BenchmarkConfigRolloutStaggered most-in-flight) in flight | ≤ maxConcurrent in flight |"
   echo "| 7 | Throughput: ${BENCH_APPBUNDLES:-1000} AppBundles applied at once → all Ready (claim bound, Deployment Available) | $(stat BenchmarkAppBundlesToReady s-to-all-ready) s, $(stat BenchmarkAppBundlesToReady MRs/s) MRs/s | — |"
   echo
-  cat "$root/docs/bench/notes.md"
+  cat "$root/bench/notes.md"
   # make bench-fleet's report stays at the end.
   [[ ! -f "$root/docs/fleet/report.md" ]] || { echo "<!-- fleet -->"; cat "$root/docs/fleet/report.md"; }
 } >"$root/docs/performance.md"

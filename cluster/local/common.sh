@@ -76,6 +76,18 @@ stop_group() {
   done
 }
 
+# measured_commit: the short hash of HEAD, which results committed under bench/results name. A
+# measurement is refused on a tree with changes outside bench/results and docs (the results and the
+# pages generated from them): every figure must come from a commit anyone can check out.
+measured_commit() {
+  if [[ -n "$(git -C "$root" status --porcelain -- . ':!bench/results' ':!docs')" ]]; then
+    echo "$(basename "$0"): the tree has uncommitted changes; commit them first, so that the results name the commit they measured:" >&2
+    git -C "$root" status --short -- . ':!bench/results' ':!docs' | head -10 >&2
+    exit 1
+  fi
+  git -C "$root" rev-parse --short HEAD
+}
+
 # require <command>...: stops at once, naming every command that is missing, rather than halfway
 # through a build or a start (README.md lists what the scripts need).
 require() {

@@ -54,8 +54,8 @@ func TestFaultTable(t *testing.T) {
 		{Scenario: "TestRemoteClusterGoesDark", Scale: 10, Figures: map[string]float64{"dark_s": 300.04}},
 	})
 	for _, want := range []string{
-		"| `TestFleetWaveSurvivesKills` | 10× | yes | resources 10000, wave 412.3 s |",
-		"| `TestRemoteClusterGoesDark` | 10× | **no** | dark 300.0 s |",
+		"| `TestFleetWaveSurvivesKills` | 10× | not recorded | yes | resources 10000, wave 412.3 s |",
+		"| `TestRemoteClusterGoesDark` | 10× | not recorded | **no** | dark 300.0 s |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)

@@ -311,7 +311,7 @@ func report(rs []result, took string, fanout []string, svg string, why map[strin
 	p("")
 	p("### Targets")
 	p("")
-	p("| target | result | why, where missed (docs/fleet/why.txt) |")
+	p("| target | result | why, where missed (bench/results/fleet/why.txt) |")
 	p("|---|---|---|")
 	// row writes a target's row; the reason is looked up by the target's
 	// key, and a missed target without one says so.

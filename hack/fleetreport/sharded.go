@@ -147,11 +147,16 @@ func shardedReport(rs []shardedResult, why map[string]string) string {
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d | %s | %s | %s | %s | %.0f | %s | %s |\n", r.Kind, r.N, r.Replicas, converge, heap, watch, reqs, leases, strings.Join(cpus, " / "), kill)
 	}
+	commits := make([]string, 0, len(rs))
+	for _, r := range rs {
+		commits = append(commits, r.Commit)
+	}
+	b.WriteString(uncommittedNote(commits))
 	first := true
 	for _, t := range []string{"sharded-heap", "sharded-watches", "sharded-requests", "sharded-kill"} {
 		if miss[t] && why[t] != "" {
 			if first {
-				b.WriteString("\nWhy the targets marked missed are (docs/fleet/why.txt):\n\n")
+				b.WriteString("\nWhy the targets marked missed are (bench/results/fleet/why.txt):\n\n")
 				first = false
 			}
 			fmt.Fprintf(&b, "- **%s**: %s\n", strings.TrimPrefix(t, "sharded-"), why[t])

@@ -12,8 +12,8 @@ import (
 
 // The fleet-wide fault scenarios run at two sizes: the short version in make
 // test, and the full one in make bench-faults, which sets
-// CLUSTEROPS_FAULT_SCALE=10 and CLUSTEROPS_FAULT_RESULTS to the directory of
-// their committed results.
+// CLUSTEROPS_FAULT_SCALE=10, CLUSTEROPS_FAULT_RESULTS to the directory of
+// their committed results and BENCH_COMMIT to the commit they measure.
 
 // FaultScale multiplies the fleets of the fault scenarios and the time they
 // are given: 1 unless CLUSTEROPS_FAULT_SCALE says more.
@@ -32,7 +32,9 @@ func Scaled(d time.Duration) time.Duration { return d * time.Duration(FaultScale
 // report (hack/faultreport).
 type FaultResult struct {
 	Scenario string
-	Scale    int
+	// Commit is the commit the scenario measured (BENCH_COMMIT).
+	Commit string `json:",omitempty"`
+	Scale  int
 	// Passed is whether every assertion of the scenario held.
 	Passed bool
 	// Figures are the scenario's measurements by name: seconds end in _s,
@@ -50,7 +52,7 @@ func RecordFault(t *testing.T, figures map[string]float64) {
 		return
 	}
 	t.Cleanup(func() {
-		r := FaultResult{Scenario: t.Name(), Scale: FaultScale(), Passed: !t.Failed(), Figures: figures}
+		r := FaultResult{Scenario: t.Name(), Commit: os.Getenv("BENCH_COMMIT"), Scale: FaultScale(), Passed: !t.Failed(), Figures: figures}
 		b, err := json.MarshalIndent(r, "", "  ")
 		if err == nil {
 			err = os.MkdirAll(dir, 0o750)

@@ -25,7 +25,7 @@ import (
 // what the provider holds each minute: what stays flat over time (heap,
 // goroutines, watches, open files) and what a change costs (requests,
 // writes, reconciles). make soak runs it; hack/fleetreport -soak turns the
-// result into docs/soak/report.md with the slope of each.
+// result into docs/faults.md with the slope of each.
 
 // soakShares is the fleet's mix, as the fault scenarios' wave: half
 // ConfigRollouts, 40% CopyRules, 10% AppBundles.

@@ -50,7 +50,7 @@ type churnSample struct {
 // rounds the provider holds what it held after the first: the same watches,
 // no more goroutines or open files than a little slack allows, no reconcile
 // ended in an error, and a round's changes cost about what the first round's
-// did. make soak runs the long version (docs/soak/report.md).
+// did. make soak runs the long version (docs/faults.md).
 func TestFleetUnderChurn(t *testing.T) {
 	c := startCluster(t, false)
 	ctx := context.Background()
