@@ -9,9 +9,10 @@
 // restart's checks. Routine reconciles draw from crossplane-runtime's global
 // rate limiter (converged and new resources from a bucket LightShare times
 // larger), and routine requests wait at a bound on how many are in flight,
-// lowered while an urgent reconcile runs. Applying 10,000 managed resources
-// at once thus converges as fast as the API server takes it, and a change
-// heard meanwhile does not wait behind them.
+// lowered while an urgent reconcile runs. Applying thousands of managed
+// resources at once thus converges as fast as the API server takes it
+// (TestNewFleetIsNotPacedByTheRate), and a change heard meanwhile does not
+// wait behind them (TestUrgentBeforeBacklog).
 //
 // The API server's priority and fairness protects the server itself; the
 // provider sets no client-side rate of its own (client-go's QPS limiter is

@@ -71,9 +71,9 @@ func IsUrgent(ctx context.Context) bool {
 // behind up to a second's worth of routine ones.
 //
 // The API server's priority and fairness queues one client's requests in
-// one flow, first come first served: with 100 workers converging a fleet, an
-// urgent reconcile's few requests queued behind ~100 routine ones and took
-// seconds. Held here instead, routine requests leave that flow short, and
+// one flow, first come first served: with a worker per reconcile a second
+// converging a fleet, an urgent reconcile's few requests would queue behind
+// as many routine ones. Held here instead, routine requests leave that flow short, and
 // urgent ones wait behind at most MaxRoutineRequests. Past the queue, the
 // API server serves the requests in flight side by side: on a small control
 // plane an urgent request shares it with the routine ones, and the quiet

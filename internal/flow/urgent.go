@@ -19,8 +19,8 @@ import (
 )
 
 // An urgent request ranks above the backlog of new managed resources in a
-// controller's priority queue. Applying 10,000 managed resources at once
-// queues 10,000 first reconciles; a ConfigMap edited meanwhile must not wait
+// controller's priority queue. Applying a fleet of managed resources at once
+// queues a first reconcile for each; a ConfigMap edited meanwhile must not wait
 // behind them for its rollout, nor a deleted pod for its successor. Events of
 // an informer's initial list and of resyncs keep the low priority
 // controller-runtime gives them: they are no change.
@@ -101,14 +101,14 @@ func (q urgentQueue) AddWithOpts(o priorityqueue.AddOpts, rs ...reconcile.Reques
 //
 // light, when not nil, says whether the managed resource of a request is
 // Light as the cache holds it. A restart, a resync or a poll reconciles every
-// converged resource once, and applying 10,000 resources asks for 10,000
-// first reconciles: at the default rate of 100 a restart with 10,000
-// converged resources spent 90 s only waiting for slots, and 10,000 new ones
-// could not converge in less, however fast the API server. They still draw
-// from a bucket of their own, so a provider that loops over such resources is
-// bounded too, at LightShare times the rate; a resource that failed, or that
-// was reconciled and is not Ready or not at its spec's generation, takes a
-// global slot.
+// converged resource once, and applying N resources asks for N first
+// reconciles: drawn from the global limiter, a restart or a new fleet would
+// take at least N divided by the rate, however fast the API server. Light
+// ones draw from a bucket of their own instead, so a fleet is not paced by
+// the rate (TestNewFleetIsNotPacedByTheRate), and a provider that loops over
+// such resources is still bounded, at LightShare times the rate
+// (TestLimitedLight); a resource that failed, or that was reconciled and is
+// not Ready or not at its spec's generation, takes a global slot.
 func (c *Control) Reconciler(name string, r reconcile.Reconciler, light func(context.Context, reconcile.Request) bool) reconcile.Reconciler {
 	return &limited{c: c, name: name, inner: r, light: light}
 }

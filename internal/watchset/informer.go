@@ -108,7 +108,7 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify notifier) (*running, err
 	indexers := toolscache.Indexers{}
 	// A watch's events are all anyone uses: its store keeps only what the
 	// informer needs to tell objects and versions apart, not labels,
-	// annotations or managed fields (measured by make bench's memory scenario).
+	// annotations or managed fields (BenchmarkMemory holds it).
 	transform := slim
 	switch {
 	case w.ReadLabels:

@@ -23,9 +23,10 @@ const (
 // version rv, and acts on what it read. An event that shows the object at
 // that version tells owner nothing new and does not enqueue it; a deletion
 // always does. A watch a reconcile starts lists the objects that reconcile
-// has just read: without this, every new watch reconciled its owner a second
-// time for nothing, which in a fleet spread over many namespaces, where each
-// namespace's first watches are new, was 0.6 extra reconciles per resource.
+// has just read: without this, every new watch would reconcile its owner a
+// second time for nothing, most of all in a fleet spread over many
+// namespaces, where each namespace's first watches are new
+// (TestReadObjectsDoNotEnqueueTheirReader).
 //
 // An owner's reads are kept until it reads the object again or is forgotten:
 // one version per object it reads, so an owner should record only what it

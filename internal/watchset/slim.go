@@ -33,8 +33,8 @@ func isKey(labels string) bool {
 // slimKeeping is slim that also keeps one label. The objects of one value
 // share one labels map, and so its strings: a label group's objects are many
 // to a value (a rule's copies carry its UID), and a map of one label held by
-// each cost about 500 bytes of heap a copy (heap profile of 1,000 CopyRules
-// with 10 targets each). Cached objects are never written, so sharing is
+// each would cost a map's table a copy (TestSlimKeepingSharesLabels). Cached
+// objects are never written, so sharing is
 // safe; at most maxSharedLabels values are remembered, then the table starts
 // over, so values of objects long gone do not pile up.
 func slimKeeping(label string) toolscache.TransformFunc {

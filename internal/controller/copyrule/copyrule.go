@@ -383,8 +383,9 @@ func (e *external) Update(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 }
 
 // writer writes cr's copies. The events of its writes do not reconcile cr
-// again (watchset's Writing): it knows what it wrote, and a rule writing
-// 1,000 copies was otherwise reconciled once more by their creation.
+// again (watchset's Writing): it knows what it wrote, and a rule writing N
+// copies would otherwise be reconciled once more by their creation
+// (TestOwnWritesDoNotEnqueueTheirOwner).
 func (e *external) writer(cr *v1alpha1.CopyRule) *writer {
 	p := cr.Spec.ForProvider
 	nn := types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}

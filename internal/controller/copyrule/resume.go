@@ -18,21 +18,21 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
 
-// A restart knows nothing of any rule's copies: each rule read its sources
-// and its copies again, 20,000 GETs for 10,000 rules, though the watches the
-// rules join list every one of those objects' versions anyway. So a rule in
-// sync keeps in its status a digest of what it decided from (Inputs), and
-// the first reconcile after a restart compares it with what its watches
-// hold: the same versions of the same objects, the same targets and the same
-// spec make the same plan, which was to write nothing.
+// A restart knows nothing of any rule's copies, yet the watches the rules
+// join list every one of those objects' versions anyway. So a rule in sync
+// keeps in its status a digest of what it decided from (Inputs), and the
+// first reconcile after a restart compares it with what its watches hold:
+// the same versions of the same objects, the same targets and the same spec
+// make the same plan, which is to write nothing, and the rule reads none of
+// its sources and copies (TestCopyRuleRestartReadsOnlyWhatChanged).
 
 // maxResumeWait bounds how long a rule's first reconciles wait for its
 // watches to sync: a watch that never does (it may be refused) must not keep
 // the rule from reading. A bound on time, not on the reconciles that waited:
 // each of a rule's watches enqueues it once synced, and its first list's
-// events and the rule's own may too, so a rule waiting for three watches
-// under load was reconciled a fourth time before they synced, and read
-// everything (a bound of three waits failed the restart test in CI).
+// events and the rule's own may too, so under load a rule waiting for three
+// watches is reconciled more often than it has watches before they sync
+// (TestResumesOncePerStart, TestCopyRuleRestartReadsOnlyWhatChanged).
 const maxResumeWait = time.Minute
 
 // A Version is an object as a digest knows it: which object and which
