@@ -1,42 +1,21 @@
 // Package ownwrite tells the watch events of a controller's own writes from
 // everybody else's, so that the event of a write does not reconcile again the
-// managed resource that made it: that reconcile knows what it wrote, and a
-// rule that creates 1,000 copies is otherwise reconciled once more for each.
-// Any later change, whoever makes it, reconciles the owner again.
+// managed resource that made it: that reconcile knows what it wrote. Any
+// later change, whoever makes it, reconciles the owner again.
 //
 // Its one promise: an event that is not the owner's own write is never taken
-// for one. A missed reconcile is a bug; an extra one costs a reconcile. So an
-// event is taken for a write's own only when
-//
-//   - it shows the version the write's answer returned. The owner has that
-//     object in the answer, whatever others wrote before it. Events come in
-//     the order of the versions, so hearing one forgets it and the versions
-//     before it.
-//   - it comes while the write is in flight (the event of a write may come
-//     before its answer, so a write is noted before it is sent), and only
-//     that write can have made it: the creation of an object the write
-//     creates (only one write can create an object), or an update from the
-//     version the write carries as its precondition (only one update from a
-//     version can succeed). A write without a precondition, a patch or an
-//     apply, may succeed alongside somebody else's from the same version, so
-//     Heard takes no update event for its own before its answer: it costs an
-//     extra reconcile when its event comes first. Await does take one, for
-//     an owner that can be reconciled later: the answer then decides, and a
-//     miss calls the owner's later.
-//
-// The answer then says whether the event taken in flight was the write's:
-// it was if the answer shows the event's version. If the answer shows another
-// version (somebody else created the object first, and an apply updated
-// theirs) or an error, the event was somebody else's. The write's own event,
-// if any, is then not taken either, and Done reports the miss, so that the
-// owner is reconciled even where no event follows (an informer that relists
-// after losing its watch folds several writes into one event).
-//
-// A write whose event never comes (it changed nothing and so made no version,
-// or its object was gone first) is forgotten with its object, with its owner,
-// once maxVersions newer ones of its object are noted, or once the Filter
-// holds maxObjects objects, when it forgets all of them: that costs at most
-// one reconcile each.
+// for one (a missed reconcile is a bug; an extra one costs a reconcile). An
+// event is a write's own when it shows the version the write's answer
+// returned, or, while the write is in flight (a write is noted before it is
+// sent), when only that write can have made it: the creation of an object it
+// creates, or an update from the version it carries as its precondition.
+// Await takes an update event that comes while a write without a
+// precondition is in flight as Unsure, and the write's Done reports a miss
+// when its answer shows another version or an error. A write whose event
+// never comes is forgotten with its object or its owner, past maxVersions
+// newer versions, or with every other once the Filter holds maxObjects.
+// docs/architecture.md says which Filters the provider keeps and what each
+// keys its objects by.
 package ownwrite
 
 import (

@@ -192,7 +192,7 @@ type external struct {
 	readers *readers
 
 	// observed is the status Observe worked out, which Update starts from:
-	// state goes from Observe to Update as data (managedkind's package doc,
+	// state goes from Observe to Update as data (docs/architecture.md,
 	// "Write order").
 	observed v1alpha1.ConfigRolloutObservation
 

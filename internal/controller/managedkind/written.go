@@ -15,7 +15,8 @@ const maxWrittenOver = 8
 // writtenOver remembers, for each object the managed reconciler wrote, the
 // versions its writes replaced. The cache may still hold one of those when
 // the next reconcile reads the object: under load the provider's watch of
-// its own managed resources lagged its writes by seconds in the fleet bench.
+// its own managed resources lags its writes by seconds (BenchmarkFleet;
+// TestWrittenOver holds the rule).
 // Such a read is certainly stale (the provider itself replaced that version),
 // and a reconcile of it is wasted: it cannot write (a conflict) and, right
 // after a create, it even reports the create as incomplete (the
