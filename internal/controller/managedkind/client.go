@@ -343,7 +343,7 @@ func (r retryConflicts) Reconcile(ctx context.Context, req reconcile.Request) (r
 // only count or read what they list: the provider configs' usage counts and
 // the managed resource state metrics, which list every resource of a kind
 // every few seconds: a deep copy on each list would allocate the whole fleet
-// again every few seconds (TestUncopiedLists; BenchmarkFleet's heap).
+// that often (TestUncopiedLists; BenchmarkFleet's heap).
 type UncopiedLists struct{ client.Client }
 
 // List lists as the client does, without copies of the cache's objects.
