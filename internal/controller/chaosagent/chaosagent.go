@@ -371,7 +371,7 @@ func (e *external) carryOut(ctx context.Context, ca *v1alpha1.ChaosAgent, b *bac
 		r.done = append(r.done, *out.action)
 		e.announce(ca, out.target, event.Normal(event.Reason(out.action.Action), upperFirst(describe(*out.action))), out.action.DryRun)
 		if !out.action.DryRun {
-			e.metrics.acted(ca.GetNamespace()+"/"+ca.GetName(), out.action.Action, out.action.Namespace)
+			e.metrics.countAction(ca.GetNamespace()+"/"+ca.GetName(), out.action.Action, out.action.Namespace)
 			if out.workload != nil && out.action.Action != v1alpha1.ActionEvictionRefused {
 				o.Verdicts = Disturbed(o.Verdicts, *out.workload, at)
 			}

@@ -65,17 +65,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 
 const errRegister = "cannot register the ChaosAgent metrics"
 
-// acted counts an action of agent in namespace.
-func (m *metrics) acted(agent, action, namespace string) {
+// countAction counts an action of agent in namespace.
+func (m *metrics) countAction(agent, action, namespace string) {
 	if m == nil {
 		return
 	}
 	m.actions.WithLabelValues(agent, action, namespace).Inc()
 }
 
-// settled records what agent's disturbance of workload v came to: the
-// recoveries, each after its duration, and the disturbances lost.
-func (m *metrics) settled(agent string, v WorkloadRef, recovered []time.Duration, lost int) {
+// recordRecoveries records how workload v came back from agent's actions:
+// each recovery's duration, and the actions it did not recover from within
+// the agent's recoveryTimeout.
+func (m *metrics) recordRecoveries(agent string, v WorkloadRef, recovered []time.Duration, lost int) {
 	if m == nil {
 		return
 	}

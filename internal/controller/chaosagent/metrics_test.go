@@ -56,9 +56,9 @@ func TestMetricsOfOneRegistryAreShared(t *testing.T) {
 		t.Fatalf("second provider on the same registry: %v", err)
 	}
 	w := WorkloadRef{Kind: "Deployment", Namespace: "shop", Name: "web"}
-	a.acted("shop/edmund", v1alpha1.ActionEvictPod, "shop")
-	b.acted("shop/edmund", v1alpha1.ActionEvictPod, "shop")
-	a.settled("shop/edmund", w, []time.Duration{3 * time.Second}, 1)
+	a.countAction("shop/edmund", v1alpha1.ActionEvictPod, "shop")
+	b.countAction("shop/edmund", v1alpha1.ActionEvictPod, "shop")
+	a.recordRecoveries("shop/edmund", w, []time.Duration{3 * time.Second}, 1)
 	a.setActing("shop/edmund", v1alpha1.ReasonActing, 1)
 	b.setActing("shop/edmund", v1alpha1.ReasonQuietWindow, 0)
 	want := `

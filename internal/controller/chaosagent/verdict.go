@@ -245,7 +245,7 @@ func (e *external) probe(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec) e
 			return err
 		}
 		recovered, lost := Settle(v, Whole(st), now, s.RecoveryTimeout)
-		e.metrics.settled(agent, WorkloadRef{Kind: v.Kind, Namespace: v.Namespace, Name: v.Name}, recovered, lost)
+		e.metrics.recordRecoveries(agent, WorkloadRef{Kind: v.Kind, Namespace: v.Namespace, Name: v.Name}, recovered, lost)
 	}
 	return nil
 }
