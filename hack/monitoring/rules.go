@@ -32,7 +32,7 @@ func defaultConfig() Config {
 // e2eConfig is what the e2e tier runs the same rules with, so that an alert
 // fires within seconds of its condition rather than minutes.
 func e2eConfig() Config {
-	return Config{StaleAfter: 20 * time.Second, ErrorWindow: 20 * time.Second, For: 10 * time.Second}
+	return Config{StaleAfter: 10 * time.Second, ErrorWindow: 20 * time.Second, For: 5 * time.Second}
 }
 
 // runbookBase is where each alert's runbook section lives.

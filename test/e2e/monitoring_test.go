@@ -42,8 +42,8 @@ import (
 // and clusters unreachable after errorWindow without an answer.
 const (
 	promInterval = 2 * time.Second
-	promFor      = 10 * time.Second
-	staleBound   = 20 * time.Second
+	promFor      = 5 * time.Second
+	staleBound   = 10 * time.Second
 	errorWindow  = 20 * time.Second
 )
 
