@@ -24,7 +24,7 @@ import (
 // action, or a note saying why the object was passed over after all.
 type outcome struct {
 	action *v1alpha1.ChaosAction
-	target client.Object
+	object client.Object // the object acted on
 	note   string
 	// workload is the Deployment or StatefulSet the action disturbed, whose
 	// recovery the agent measures; nil when it disturbed none.
@@ -60,7 +60,7 @@ func (e *external) killPod(ctx context.Context, a Action, rec *v1alpha1.ChaosAct
 	rec.Before = string(pod.Status.Phase)
 	if dry {
 		rec.After = afterKill(a.Kind)
-		return outcome{action: rec, target: pod}, nil
+		return outcome{action: rec, object: pod}, nil
 	}
 	w := e.workloadOf(ctx, pod)
 	// The UID precondition makes sure the pod killed is the pod chosen, not a successor.
@@ -73,11 +73,11 @@ func (e *external) killPod(ctx context.Context, a Action, rec *v1alpha1.ChaosAct
 	switch {
 	case err == nil:
 		rec.After = afterKill(a.Kind)
-		return outcome{action: rec, target: pod, workload: w}, nil
+		return outcome{action: rec, object: pod, workload: w}, nil
 	case kerrors.IsTooManyRequests(err):
 		// A PodDisruptionBudget said no: reported, never forced.
 		rec.Action, rec.After = v1alpha1.ActionEvictionRefused, string(pod.Status.Phase)
-		return outcome{action: rec, target: pod}, nil
+		return outcome{action: rec, object: pod}, nil
 	case kerrors.IsNotFound(err), kerrors.IsConflict(err):
 		return outcome{note: fmt.Sprintf("pod %s/%s went away before the tantrum", a.Namespace, a.Name)}, nil
 	}
@@ -125,7 +125,7 @@ func (e *external) scale(ctx context.Context, b *backup, s Spec, a Action, rec *
 	case note != "":
 		return outcome{note: note}, nil
 	}
-	return outcome{action: rec, target: d, workload: &WorkloadRef{Kind: kindDeploymentName, Namespace: a.Namespace, Name: a.Name}}, nil
+	return outcome{action: rec, object: d, workload: &WorkloadRef{Kind: kindDeploymentName, Namespace: a.Namespace, Name: a.Name}}, nil
 }
 
 func (e *external) rewrite(ctx context.Context, b *backup, a Action, rec *v1alpha1.ChaosAction, round int64, dry bool) (outcome, error) {
@@ -174,10 +174,10 @@ func (e *external) rewrite(ctx context.Context, b *backup, a Action, rec *v1alph
 	case note != "":
 		return outcome{note: note}, nil
 	}
-	return outcome{action: rec, target: cm}, nil
+	return outcome{action: rec, object: cm}, nil
 }
 
-// objectOf is what Decide knows of an object.
+// objectOf is what Choose knows of an object.
 func objectOf(o client.Object) Object {
 	return Object{Namespace: o.GetNamespace(), Name: o.GetName(), UID: o.GetUID(), Labels: o.GetLabels(), Owners: o.GetOwnerReferences()}
 }

@@ -296,25 +296,25 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 	if s.Seed != nil {
 		seed = uint64(*s.Seed) //nolint:gosec // Any bits will do.
 	}
-	plan := Decide(s, w, rand.New(rand.NewPCG(seed, uint64(round)))) //nolint:gosec // Chaos, not cryptography.
+	choice := Choose(s, w, rand.New(rand.NewPCG(seed, uint64(round)))) //nolint:gosec // Chaos, not cryptography.
 
-	o.Plan = planned(dry, plan.Actions)
-	reasons := append(slices.Clone(notes), plan.Reasons...)
+	o.Plan = planned(dry, choice.Actions)
+	reasons := append(slices.Clone(notes), choice.Reasons...)
 	b := e.backup(ca)
-	if !dry && slices.ContainsFunc(plan.Actions, func(a Action) bool {
+	if !dry && slices.ContainsFunc(choice.Actions, func(a Action) bool {
 		return a.Kind == v1alpha1.ActionScaleDeployment || a.Kind == v1alpha1.ActionRewriteConfigMap
 	}) {
 		if err := b.load(ctx); err != nil {
 			return err
 		}
 	}
-	if !dry && len(plan.Actions) > 0 {
-		if err := e.begin(ctx, ca, round, now, s.Interval, len(plan.Actions)); err != nil {
+	if !dry && len(choice.Actions) > 0 {
+		if err := e.begin(ctx, ca, round, now, s.Interval, len(choice.Actions)); err != nil {
 			return err
 		}
 	}
 	r := acted{reasons: reasons, stopped: stopped}
-	e.carryOut(ctx, ca, b, s, plan.Actions, round, now, dry, &r)
+	e.carryOut(ctx, ca, b, s, choice.Actions, round, now, dry, &r)
 	e.actedUnless(ca, r.halted, len(namespaces), len(r.stopped))
 	finish(r.done, r.reasons)
 	return errors.Join(r.errs...)
@@ -369,7 +369,7 @@ func (e *external) carryOut(ctx context.Context, ca *v1alpha1.ChaosAgent, b *bac
 		}
 		record(o, *out.action)
 		r.done = append(r.done, *out.action)
-		e.announce(ca, out.target, event.Normal(event.Reason(out.action.Action), upperFirst(describe(*out.action))), out.action.DryRun)
+		e.announce(ca, out.object, event.Normal(event.Reason(out.action.Action), upperFirst(describe(*out.action))), out.action.DryRun)
 		if !out.action.DryRun {
 			e.metrics.countAction(ca.GetNamespace()+"/"+ca.GetName(), out.action.Action, out.action.Namespace)
 			if out.workload != nil && out.action.Action != v1alpha1.ActionEvictionRefused {
@@ -454,10 +454,10 @@ func (e *external) world(ctx context.Context, s Spec, namespaces []string, now t
 
 // announce records an event on the agent and, when the target cluster is the
 // agent's own and the action was real, on the object acted on as well.
-func (e *external) announce(ca *v1alpha1.ChaosAgent, target client.Object, ev event.Event, dry bool) {
+func (e *external) announce(ca *v1alpha1.ChaosAgent, obj client.Object, ev event.Event, dry bool) {
 	e.record.Event(ca, ev)
-	if target != nil && e.cluster.Local && !dry {
-		e.record.Event(target, event.Normal(ev.Reason, fmt.Sprintf("ChaosAgent %s/%s: %s", ca.GetNamespace(), ca.GetName(), ev.Message)))
+	if obj != nil && e.cluster.Local && !dry {
+		e.record.Event(obj, event.Normal(ev.Reason, fmt.Sprintf("ChaosAgent %s/%s: %s", ca.GetNamespace(), ca.GetName(), ev.Message)))
 	}
 }
 

@@ -151,7 +151,7 @@ func deleted(ca *v1alpha1.ChaosAgent) {
 	ca.Finalizers = []string{"finalizer.managedresource.crossplane.io"}
 }
 
-func TestObserve(t *testing.T) {
+func TestObserveSaysWhenARoundIsDue(t *testing.T) {
 	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
 	cases := map[string]struct {
 		reason      string
@@ -360,9 +360,9 @@ func TestObserveOnlyRecordsADryRun(t *testing.T) {
 	}
 }
 
-// TestCreate: Observe never reports a living agent missing, so the managed
+// TestCreateDoesNothing: Observe never reports a living agent missing, so the managed
 // reconciler never calls Create; if it did, nothing would happen.
-func TestCreate(t *testing.T) {
+func TestCreateDoesNothing(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		agent  *v1alpha1.ChaosAgent
@@ -399,7 +399,7 @@ func TestCreate(t *testing.T) {
 	}
 }
 
-func TestUpdate(t *testing.T) {
+func TestUpdateRunsARoundAfterBackingUp(t *testing.T) {
 	ipsum := IpsumData(1, "apps", "settings", []string{"app.yaml", "bytes"})
 	both := func(ca *v1alpha1.ChaosAgent) {
 		ca.Spec.ForProvider.CancerMode, ca.Spec.ForProvider.IpsumMode = true, true
@@ -502,7 +502,7 @@ func TestUpdate(t *testing.T) {
 	}
 }
 
-func TestDelete(t *testing.T) {
+func TestDeleteRestoresWhatTheAgentChanged(t *testing.T) {
 	ipsum := IpsumData(1, "apps", "settings", []string{"app.yaml", "bytes"})
 	backedUp := map[string]string{"deployment.apps.web": "2", "configmap.apps.settings": encodeData(original)}
 	cases := map[string]struct {

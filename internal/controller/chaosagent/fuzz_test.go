@@ -119,7 +119,7 @@ func FuzzVerdicts(f *testing.F) {
 				continue
 			}
 			for i := range vs {
-				recovered, _ := Settle(&vs[i], op&0x40 != 0, clock, time.Duration(timeout))
+				recovered, _ := Tally(&vs[i], op&0x40 != 0, clock, time.Duration(timeout))
 				for _, d := range recovered {
 					if d < 0 || d > time.Duration(timeout) {
 						t.Fatalf("time to recover %s outside 0..%s", d, time.Duration(timeout))

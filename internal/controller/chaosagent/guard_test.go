@@ -14,7 +14,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 )
 
-func TestNeeded(t *testing.T) {
+func TestNeededRoundsThePercentUp(t *testing.T) {
 	cases := map[string]struct {
 		desired int32
 		percent int
@@ -38,7 +38,7 @@ func TestNeeded(t *testing.T) {
 	}
 }
 
-func TestGuard(t *testing.T) {
+func TestGuardHoldsOnlyAStateAboveItsBounds(t *testing.T) {
 	avail := &Steady{MinAvailablePercent: 80, Selector: labels.Everything()}
 	loops := &Steady{NoCrashLoops: true, Selector: labels.Everything()}
 	cases := map[string]struct {

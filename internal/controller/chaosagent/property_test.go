@@ -90,22 +90,22 @@ func genCase(r *rand.Rand) (Spec, World) {
 	return s, w
 }
 
-// TestDecideNeverLeavesTheAllowedSet generates 20,000 random specs and worlds
+// TestChooseNeverLeavesTheAllowedSet generates 20,000 random specs and worlds
 // and checks every planned action against the rules, restated here
-// independently of Decide's own filters.
-func TestDecideNeverLeavesTheAllowedSet(t *testing.T) {
+// independently of Choose's own filters.
+func TestChooseNeverLeavesTheAllowedSet(t *testing.T) {
 	const n = 20000
 	gen := rand.New(rand.NewPCG(42, 4242))
 	actions := 0
 	for i := range n {
 		s, w := genCase(gen)
-		plan := Decide(s, w, rand.New(rand.NewPCG(uint64(i), 1)))
-		if len(plan.Actions) > s.MaxActions {
-			t.Fatalf("case %d: %d actions, more than maxActionsPerRound %d", i, len(plan.Actions), s.MaxActions)
+		choice := Choose(s, w, rand.New(rand.NewPCG(uint64(i), 1)))
+		if len(choice.Actions) > s.MaxActions {
+			t.Fatalf("case %d: %d actions, more than maxActionsPerRound %d", i, len(choice.Actions), s.MaxActions)
 		}
 		seen := map[string]bool{}
 		pods := 0
-		for _, a := range plan.Actions {
+		for _, a := range choice.Actions {
 			actions++
 			id := a.Kind + "/" + a.Namespace + "/" + a.Name
 			if seen[id] {

@@ -13,7 +13,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 )
 
-func TestCompile(t *testing.T) {
+func TestCompileDefaultsAndRefusesBadParameters(t *testing.T) {
 	type want struct {
 		tolerance, eagerness, maxActions int
 		maxReplicas                      int32

@@ -40,10 +40,10 @@ const (
 	maxProbe = 10 * time.Second
 )
 
-// minSettle is how old an action must be before a whole workload counts as
+// minRecoveryAge is how old an action must be before a whole workload counts as
 // recovered from it: a workload's status lags its pods by a moment, and a
 // look right after a kill could still see the status from before it.
-const minSettle = time.Second
+const minRecoveryAge = time.Second
 
 // ProbeEvery is how often the agent looks at workloads it is waiting for.
 func ProbeEvery(interval time.Duration) time.Duration {
@@ -153,12 +153,12 @@ func oldest(vs []v1alpha1.WorkloadVerdict) int {
 	return best
 }
 
-// Settle brings a verdict up to date with a look at its workload at now:
+// Tally brings a verdict up to date with a look at its workload at now:
 // every action waited for is recovered from if the workload is whole (and
-// recoveryTimeout has not passed, and the action is at least minSettle old),
+// recoveryTimeout has not passed, and the action is at least minRecoveryAge old),
 // and unrecovered once recoveryTimeout has passed. It returns the times to recover it measured and how many actions
 // it gave up on.
-func Settle(v *v1alpha1.WorkloadVerdict, whole bool, now time.Time, timeout time.Duration) ([]time.Duration, int) {
+func Tally(v *v1alpha1.WorkloadVerdict, whole bool, now time.Time, timeout time.Duration) ([]time.Duration, int) {
 	var recovered []time.Duration
 	lost := 0
 	var still []metav1.MicroTime
@@ -167,7 +167,7 @@ func Settle(v *v1alpha1.WorkloadVerdict, whole bool, now time.Time, timeout time
 		switch {
 		case took > timeout:
 			lost++
-		case whole && took >= minSettle:
+		case whole && took >= minRecoveryAge:
 			recovered = append(recovered, took)
 		default:
 			still = append(still, p)
@@ -244,7 +244,7 @@ func (e *external) probe(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec) e
 		if err != nil {
 			return err
 		}
-		recovered, lost := Settle(v, Whole(st), now, s.RecoveryTimeout)
+		recovered, lost := Tally(v, Whole(st), now, s.RecoveryTimeout)
 		e.metrics.recordRecoveries(agent, WorkloadRef{Kind: v.Kind, Namespace: v.Namespace, Name: v.Name}, recovered, lost)
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 )
 
-func TestWhole(t *testing.T) {
+func TestWholeNeedsEveryReplicaUpdatedAndAvailable(t *testing.T) {
 	cases := map[string]struct {
 		status WorkloadStatus
 		want   bool
@@ -68,7 +68,7 @@ func TestDeploymentOf(t *testing.T) {
 	}
 }
 
-func TestSettle(t *testing.T) {
+func TestTallyRecoversOrGivesUpOnPendingActions(t *testing.T) {
 	at := func(d time.Duration) metav1.Time { return metav1.NewTime(now.Add(d)) }
 	micro := func(d time.Duration) metav1.MicroTime { return metav1.NewMicroTime(now.Add(d)) }
 	dur := func(d time.Duration) *metav1.Duration { return &metav1.Duration{Duration: d} }
@@ -121,12 +121,12 @@ func TestSettle(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			v := tc.v
-			recovered, lost := Settle(&v, tc.whole, now, time.Minute)
+			recovered, lost := Tally(&v, tc.whole, now, time.Minute)
 			if diff := cmp.Diff(tc.want, v); diff != "" {
 				t.Errorf("\n%s\nverdict: -want, +got:\n%s", tc.reason, diff)
 			}
 			if diff := cmp.Diff([]any{tc.wantRecovered, tc.wantLost}, []any{recovered, lost}); diff != "" {
-				t.Errorf("\n%s\nSettle(...): -want, +got:\n%s", tc.reason, diff)
+				t.Errorf("\n%s\nTally(...): -want, +got:\n%s", tc.reason, diff)
 			}
 		})
 	}

@@ -39,37 +39,37 @@ func pods(ns string, n int) []Pod {
 
 func seeded(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 1)) }
 
-func TestDecide(t *testing.T) {
+func TestChooseKeepsEachActionWithinItsLimits(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		spec   Spec
 		world  World
 		seed   uint64
-		want   Plan
+		want   Choice
 	}{
 		"BelowTolerance": {
 			reason: "Fewer candidate pods than podTolerance: no kill, and the plan says why.",
 			spec:   spec(func(s *Spec) { s.Tantrum, s.PodTolerance = true, 10 }),
 			world:  World{Namespaces: []string{"apps"}, Pods: pods("apps", 9), Now: now},
-			want:   Plan{Reasons: []string{"tantrum: 9 candidate pods, below podTolerance 10"}},
+			want:   Choice{Reasons: []string{"tantrum: 9 candidate pods, below podTolerance 10"}},
 		},
 		"AtTolerance": {
 			reason: "As many candidates as podTolerance: one is evicted.",
 			spec:   spec(func(s *Spec) { s.Tantrum, s.PodTolerance = true, 1 }),
 			world:  World{Namespaces: []string{"apps"}, Pods: pods("apps", 1), Now: now},
-			want:   Plan{Actions: []Action{{Kind: v1alpha1.ActionEvictPod, Namespace: "apps", Name: "a", UID: "uid-a"}}},
+			want:   Choice{Actions: []Action{{Kind: v1alpha1.ActionEvictPod, Namespace: "apps", Name: "a", UID: "uid-a"}}},
 		},
 		"DeleteWithoutBudgets": {
 			reason: "With respectDisruptionBudgets off pods are deleted, not evicted.",
 			spec:   spec(func(s *Spec) { s.Tantrum, s.Evict = true, false }),
 			world:  World{Namespaces: []string{"apps"}, Pods: pods("apps", 1), Now: now},
-			want:   Plan{Actions: []Action{{Kind: v1alpha1.ActionDeletePod, Namespace: "apps", Name: "a", UID: "uid-a"}}},
+			want:   Choice{Actions: []Action{{Kind: v1alpha1.ActionDeletePod, Namespace: "apps", Name: "a", UID: "uid-a"}}},
 		},
 		"NoCandidates": {
 			reason: "Every mode without candidates says so.",
 			spec:   spec(func(s *Spec) { s.Tantrum, s.Cancer, s.Ipsum = true, true, true }),
 			world:  World{Namespaces: []string{"apps"}, Now: now},
-			want: Plan{Reasons: []string{
+			want: Choice{Reasons: []string{
 				"tantrum: no candidate pods", "cancer: no candidate Deployments (with 1 to 127 replicas)", "ipsum: no candidate ConfigMaps",
 			}},
 		},
@@ -77,7 +77,7 @@ func TestDecide(t *testing.T) {
 			reason: "Pods younger than minPodAge are no candidates.",
 			spec:   spec(func(s *Spec) { s.Tantrum, s.MinPodAge = true, 10*time.Minute }),
 			world:  World{Namespaces: []string{"apps"}, Pods: []Pod{pod("apps", "young", time.Minute)}, Now: now},
-			want:   Plan{Reasons: []string{"tantrum: no candidate pods"}},
+			want:   Choice{Reasons: []string{"tantrum: no candidate pods"}},
 		},
 		"ProviderPodsSpared": {
 			reason: "Pods of the provider's kinds, or in its namespace, are never candidates.",
@@ -87,14 +87,14 @@ func TestDecide(t *testing.T) {
 				{Object: Object{Namespace: "apps", Name: "owned", Owners: []metav1.OwnerReference{{APIVersion: "workload.clusterops.io/v1alpha1", Kind: "AppBundle", Name: "b"}}}, Created: now.Add(-time.Hour)},
 				pod("crossplane-system", "provider", time.Hour),
 			}},
-			want: Plan{Reasons: []string{"tantrum: no candidate pods"}},
+			want: Choice{Reasons: []string{"tantrum: no candidate pods"}},
 		},
 		"EagernessRollMissed": {
 			reason: "An eagerness of 1% misses with this seed, and the plan says so.",
 			spec:   spec(func(s *Spec) { s.Tantrum, s.Eagerness = true, 1 }),
 			world:  World{Namespaces: []string{"apps"}, Pods: pods("apps", 3), Now: now},
 			seed:   7,
-			want:   Plan{Reasons: []string{"eagerness roll: 1 of 1 rolls missed (eagerness 1%)"}},
+			want:   Choice{Reasons: []string{"eagerness roll: 1 of 1 rolls missed (eagerness 1%)"}},
 		},
 		"DoublingCapped": {
 			reason: "Doubling stops at maxReplicas; Deployments at the cap or at zero are no candidates.",
@@ -104,7 +104,7 @@ func TestDecide(t *testing.T) {
 				{Object: Object{Namespace: "apps", Name: "capped"}, Replicas: 5},
 				{Object: Object{Namespace: "apps", Name: "stopped"}, Replicas: 0},
 			}},
-			want: Plan{Actions: []Action{{Kind: v1alpha1.ActionScaleDeployment, Namespace: "apps", Name: "three", FromReplicas: 3, ToReplicas: 5}}},
+			want: Choice{Actions: []Action{{Kind: v1alpha1.ActionScaleDeployment, Namespace: "apps", Name: "three", FromReplicas: 3, ToReplicas: 5}}},
 		},
 		"IpsumSkipsProtectedConfigMaps": {
 			reason: "Immutable, kube-root-ca.crt, provider-owned and empty ConfigMaps are never candidates.",
@@ -117,19 +117,19 @@ func TestDecide(t *testing.T) {
 				{Object: Object{Namespace: "apps", Name: "empty"}},
 				{Object: Object{Namespace: "apps", Name: "app-config", Labels: map[string]string{"chaos.clusterops.io/victim": "true"}}, Keys: 2},
 			}},
-			want: Plan{Actions: []Action{{Kind: v1alpha1.ActionRewriteConfigMap, Namespace: "apps", Name: "app-config"}}},
+			want: Choice{Actions: []Action{{Kind: v1alpha1.ActionRewriteConfigMap, Namespace: "apps", Name: "app-config"}}},
 		},
 		"ExcludedNamespace": {
 			reason: "Excluded namespaces are never acted in, even when allowed.",
 			spec:   spec(func(s *Spec) { s.Tantrum, s.Excluded = true, []string{"prod-*"} }),
 			world:  World{Namespaces: []string{"prod-eu"}, Pods: pods("prod-eu", 3), Now: now},
-			want:   Plan{Reasons: []string{"no namespace to act in"}},
+			want:   Choice{Reasons: []string{"no namespace to act in"}},
 		},
 		"OutsideAllowedNamespaces": {
 			reason: "Objects listed outside the allowed namespaces are never candidates.",
 			spec:   spec(func(s *Spec) { s.Tantrum = true }),
 			world:  World{Namespaces: []string{"apps"}, Pods: pods("other", 3), Now: now},
-			want:   Plan{Reasons: []string{"tantrum: no candidate pods"}},
+			want:   Choice{Reasons: []string{"tantrum: no candidate pods"}},
 		},
 		"QuietWindow": {
 			reason: "Inside a quiet window nothing is planned.",
@@ -138,7 +138,7 @@ func TestDecide(t *testing.T) {
 				s.Windows = []Window{{Start: 11 * 60, End: 13 * 60, Loc: time.UTC}}
 			}),
 			world: World{Namespaces: []string{"apps"}, Pods: pods("apps", 3), Now: now},
-			want:  Plan{Reasons: []string{"quiet window until 2026-03-02T13:00:00Z"}},
+			want:  Choice{Reasons: []string{"quiet window until 2026-03-02T13:00:00Z"}},
 		},
 		"SelectorNarrows": {
 			reason: "Only pods the podSelector matches are candidates.",
@@ -148,14 +148,14 @@ func TestDecide(t *testing.T) {
 			}),
 			world: World{Namespaces: []string{"apps"}, Now: now, Pods: append(pods("apps", 3),
 				Pod{Object: Object{Namespace: "apps", Name: "victim", Labels: map[string]string{"chaos": "yes"}}, Created: now.Add(-time.Hour), Phase: corev1.PodRunning})},
-			want: Plan{Actions: []Action{{Kind: v1alpha1.ActionEvictPod, Namespace: "apps", Name: "victim"}}},
+			want: Choice{Actions: []Action{{Kind: v1alpha1.ActionEvictPod, Namespace: "apps", Name: "victim"}}},
 		},
 		"ToleranceHoldsWithinRound": {
 			reason: "Kills within one round stop once fewer than podTolerance candidates remain.",
 			spec:   spec(func(s *Spec) { s.Tantrum, s.PodTolerance, s.MaxActions = true, 2, 5 }),
 			world:  World{Namespaces: []string{"apps"}, Pods: pods("apps", 3), Now: now},
 			seed:   1,
-			want: Plan{Actions: []Action{
+			want: Choice{Actions: []Action{
 				{Kind: v1alpha1.ActionEvictPod, Namespace: "apps", Name: "c", UID: "uid-c"},
 				{Kind: v1alpha1.ActionEvictPod, Namespace: "apps", Name: "a", UID: "uid-a"},
 			}},
@@ -163,7 +163,7 @@ func TestDecide(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Decide(tc.spec, tc.world, seeded(tc.seed))
+			got := Choose(tc.spec, tc.world, seeded(tc.seed))
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("\n%s\nDecide(...): -want, +got:\n%s", tc.reason, diff)
 			}
@@ -171,9 +171,9 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestDecideRepeatable: the same seed and state give the same plan, whatever
+// TestChooseRepeatsItselfForASeed: the same seed and state give the same choice, whatever
 // order the API listed the objects in.
-func TestDecideRepeatable(t *testing.T) {
+func TestChooseRepeatsItselfForASeed(t *testing.T) {
 	s := spec(func(s *Spec) { s.Tantrum, s.Cancer, s.Ipsum, s.MaxActions, s.Eagerness = true, true, true, 4, 60 })
 	w := World{Namespaces: []string{"a", "b"}, Now: now, Pods: append(pods("a", 5), pods("b", 5)...)}
 	for i := range 5 {
@@ -186,14 +186,14 @@ func TestDecideRepeatable(t *testing.T) {
 		reversed.Pods = append(reversed.Pods, w.Pods[i])
 	}
 	for seed := range uint64(50) {
-		a, b := Decide(s, w, seeded(seed)), Decide(s, reversed, seeded(seed))
+		a, b := Choose(s, w, seeded(seed)), Choose(s, reversed, seeded(seed))
 		if diff := cmp.Diff(a, b); diff != "" {
-			t.Fatalf("seed %d: plans differ with the listing order: -first, +second:\n%s", seed, diff)
+			t.Fatalf("seed %d: choices differ with the listing order: -first, +second:\n%s", seed, diff)
 		}
 	}
 }
 
-func TestDoubled(t *testing.T) {
+func TestDoubledNeverPassesTheCap(t *testing.T) {
 	cases := map[string]struct {
 		reason   string
 		n, limit int32

@@ -22,7 +22,7 @@ import (
 // rootCAConfigMap is published into every namespace by kube-controller-manager.
 const rootCAConfigMap = "kube-root-ca.crt"
 
-// An Object is what Decide needs to know of any candidate.
+// An Object is what Choose needs to know of any candidate.
 type Object struct {
 	Namespace, Name string
 	UID             types.UID
@@ -74,8 +74,8 @@ type Action struct {
 	FromReplicas, ToReplicas int32
 }
 
-// A Plan is what a round does, and why it does no more.
-type Plan struct {
+// A Choice is what a round does, and why it does no more.
+type Choice struct {
 	Actions []Action
 	// Reasons say why candidates were passed over or nothing happened.
 	Reasons []string
@@ -89,16 +89,16 @@ const (
 	modeIpsum
 )
 
-// Decide plans a round: at most s.MaxActions actions, each rolled against
+// Choose picks a round's actions: at most s.MaxActions, each rolled against
 // s.Eagerness, each on a different object chosen at random among the
-// candidates of a randomly chosen enabled mode. It never plans an action
+// candidates of a randomly chosen enabled mode. It never chooses an action
 // outside w.Namespaces, in the provider's or an excluded namespace, on an
 // object the selectors do not match or the provider owns, on an immutable or
 // system ConfigMap, or on a pod younger than s.MinPodAge; and never kills a pod
 // while fewer than s.PodTolerance candidates remain. The same s, w and random
-// source give the same plan.
-func Decide(s Spec, w World, r *rand.Rand) Plan {
-	p := Plan{}
+// source give the same choice.
+func Choose(s Spec, w World, r *rand.Rand) Choice {
+	p := Choice{}
 	if quiet, until := Quiet(s.Windows, w.Now); quiet {
 		p.Reasons = append(p.Reasons, "quiet window until "+until.UTC().Format(time.RFC3339))
 		return p
