@@ -53,14 +53,16 @@ test: ## Run every test tier: unit + integration (envtest), a short fuzz run, e2
 	# at the lowest priority while the tiers before those run, which mostly wait on API servers.
 	# The process tier is the longest and mostly waits on restarts and leases: listed first, it
 	# starts first and the other packages run beside it.
-	# Prometheus and promtool build beside them, and the monitoring module's tests (promtool test
-	# rules) run once promtool is there, at the same priority.
-	nice -n 19 $(SHELL) -c 'cluster/local/build-tools.sh crossplane crank prometheus && $(MAKE) test-monitoring' & tools=$$!; \
+	nice -n 19 cluster/local/build-tools.sh crossplane crank & tools=$$!; \
 	  KUBEBUILDER_ASSETS=$(ENVTEST_DIR) go test $(GO_TEST_FLAGS) ./test/reliability/process \
 	    $$(go list ./... | grep -v -e /hack/xpkg -e /test/reliability/process) && $(MAKE) fuzz-ci; \
 	  rc=$$?; wait $$tools || rc=1; exit $$rc
 	go test $(GO_TEST_FLAGS) ./hack/xpkg
-	$(MAKE) e2e
+	# Prometheus and promtool build at the lowest priority while the e2e tiers run, which mostly
+	# wait on the control plane and Crossplane core, and the monitoring module's tests run once
+	# promtool is there; e2e.sh waits for the build before its last package, TestMonitoring's.
+	nice -n 19 $(SHELL) -c 'cluster/local/build-tools.sh prometheus && $(MAKE) test-monitoring' & mon=$$!; \
+	  $(MAKE) e2e; rc=$$?; wait $$mon || rc=1; exit $$rc
 	# make demo, with its output checked (cluster/local/demo_test.go).
 	DEMO=1 go test -count=1 -v -run '^TestDemoShowsEveryKindActing$$' ./cluster/local
 
@@ -80,7 +82,7 @@ test-unit: ## Run the unit and integration tests (envtest): the edit-test loop, 
 
 .PHONY: e2e
 e2e: ## Run the e2e tests on a local control plane (started and stopped unless one is up), Crossplane core included.
-	cluster/local/build-tools.sh controlplane crossplane prometheus
+	cluster/local/build-tools.sh controlplane crossplane
 	cluster/local/e2e.sh
 
 .PHONY: bench

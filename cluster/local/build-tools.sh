@@ -224,10 +224,6 @@ if [[ "${1:-}" == crossplane-dir ]]; then crossplane_dir; exit 0; fi
 if [[ "${1:-}" == crank-dir ]]; then crank_dir; exit 0; fi
 if [[ "${1:-}" == golangci-lint-dir ]]; then golangci_lint_dir; exit 0; fi
 if [[ "${1:-}" == prometheus-dir ]]; then prometheus_dir; exit 0; fi
-# Concurrent runs would wipe each other's work directories; the second waits for the first, then
-# finds the tools built.
-exec 9>"$tools/.lock"
-flock 9
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=(controlplane crossplane crank)
 # The control plane, crossplane and crank build side by side: one's module downloads and
@@ -244,8 +240,13 @@ for t in "${targets[@]}"; do
   esac
 done
 declare -A jobs=()
+# Concurrent runs of one tool would wipe each other's work directory: the second waits for the
+# first, then finds the tool built. Each tool has its own lock, so that a run asking for a tool
+# already built does not wait for another tool's build (make test builds Prometheus in the
+# background while the e2e tiers ask for the control plane).
 for t in "${!base[@]}"; do
-  ( start=$SECONDS; "build_$t"; (( SECONDS - start < 2 )) || log "$t built in $((SECONDS - start)) s" ) &
+  ( exec 9>"$tools/.lock-$t"; flock 9
+    start=$SECONDS; "build_$t"; (( SECONDS - start < 2 )) || log "$t built in $((SECONDS - start)) s" ) &
   jobs[$t]=$!
 done
 failed=()

@@ -35,7 +35,6 @@ cd "$root"
 export CROSSPLANE_DIR CRANK_DIR PROMETHEUS_DIR
 CROSSPLANE_DIR="$("$here/build-tools.sh" crossplane-dir)"
 CRANK_DIR="$("$here/build-tools.sh" crank-dir)"
-# TestMonitoring runs Prometheus (make e2e builds it).
 PROMETHEUS_DIR="$("$here/build-tools.sh" prometheus-dir)"
 # The Crossplane tier keeps core's, the provider's and the function's logs with the control plane's.
 export CROSSPLANE_E2E_LOGS="${CROSSPLANE_E2E_LOGS:-$state/logs/crossplane}"
@@ -43,9 +42,15 @@ export CROSSPLANE_E2E_LOGS="${CROSSPLANE_E2E_LOGS:-$state/logs/crossplane}"
 # the Crossplane tier's long output comes after the first package's failure and would bury it.
 log="$(mktemp)"
 rc=0
-# One package at a time: the in-process provider of test/e2e and the one Crossplane installs in
-# test/e2e/crossplane must not reconcile the same cluster at once.
-go test -tags e2e -count=1 -p 1 -timeout 30m ./test/e2e/... -v "$@" 2>&1 | tee "$log" || rc=$?
+# One package at a time: the in-process providers of test/e2e and test/e2e/monitoring and the one
+# Crossplane installs in test/e2e/crossplane must not reconcile the same cluster at once.
+# test/e2e/monitoring runs Prometheus, last: make test builds it in the background meanwhile, and
+# build-tools.sh waits for that build (or builds it) before the package starts.
+pkgs=()
+while read -r p; do [[ "$p" == */test/e2e/monitoring ]] || pkgs+=("$p"); done < <(go list -tags e2e ./test/e2e/...)
+go test -tags e2e -count=1 -p 1 -timeout 30m "${pkgs[@]}" -v "$@" 2>&1 | tee "$log" || rc=$?
+"$here/build-tools.sh" prometheus
+go test -tags e2e -count=1 -timeout 10m ./test/e2e/monitoring -v "$@" 2>&1 | tee -a "$log" || rc=$?
 if ((rc != 0)); then
   echo "e2e: failed; each failed test's output again (its last 200 lines):"
   # A test's lines run from its "=== RUN" to its "--- FAIL" (packages run one at a time, and the

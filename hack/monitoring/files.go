@@ -20,7 +20,7 @@ const (
 	pathPodMonitor     = "examples/monitoring/podmonitor.yaml"
 	pathRules          = "examples/monitoring/provider-clusterops.rules"
 	pathDashboard      = "examples/monitoring/dashboard.json"
-	pathE2ERules       = "test/e2e/testdata/monitoring/rules.yml"
+	pathE2ERules       = "test/e2e/monitoring/testdata/rules.yml"
 )
 
 // A file is one generated file.
