@@ -26,6 +26,7 @@ import (
 
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
+	"github.com/clusterops/provider-clusterops/internal/flow"
 )
 
 // Setup adds the controllers of both config kinds.
@@ -48,7 +49,7 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 			providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name)))) //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
 		err := ctrl.NewControllerManagedBy(mgr).
 			Named(name).
-			WithOptions(o.ForControllerRuntime()).
+			WithOptions(flow.WithQueue(o.ForControllerRuntime(), mgr.GetLogger())).
 			For(k.object, builder.WithPredicates(predicate.Funcs{UpdateFunc: countsAgain})).
 			Watches(&v1alpha1.ProviderConfigUsage{}, debounced{EventHandler: &resource.EnqueueRequestForProviderConfig{Kind: k.kind}, after: usagesSettle}).
 			Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), o.GlobalRateLimiter))

@@ -175,7 +175,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 	mr := managed.NewReconciler(own, k.GroupVersionKind, append(opts, k.Options...)...)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(o.ForControllerRuntime()).
+		WithOptions(flow.WithQueue(o.ForControllerRuntime(), mgr.GetLogger())).
 		// The filter applies to the managed resource only: events of the
 		// watched objects (a pod's status, say) must get through.
 		For(client.Object(k.Object), builder.WithPredicates(desiredStateChanged(), inShare(o.Share))).
