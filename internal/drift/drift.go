@@ -62,10 +62,10 @@ func (r *Reporter) count(mgKind string, n int) {
 	r.repaired.WithLabelValues(mgKind).Add(float64(n))
 }
 
-// Settled reports whether mg was last reconciled successfully at its current
+// Synced reports whether mg was last reconciled successfully at its current
 // spec: what differs from it now, another writer changed. A spec changed
 // since, or a reconcile that failed, is no drift.
-func Settled(mg resource.Managed) bool {
+func Synced(mg resource.Managed) bool {
 	c := mg.GetCondition(xpv2.TypeSynced)
 	return c.Status == corev1.ConditionTrue && c.ObservedGeneration == mg.GetGeneration()
 }

@@ -161,7 +161,7 @@ func mostInFlight(ctx context.Context, c client.Client, ns string, cr *workloadv
 		n := 0
 		for i := range l.Items {
 			d := &l.Items[i]
-			if d.Spec.Template.Annotations[configrollout.AnnotationHash] == r.Status.AtProvider.Hash && !configrollout.Settled(d) {
+			if d.Spec.Template.Annotations[configrollout.AnnotationHash] == r.Status.AtProvider.Hash && !configrollout.RolledOut(d) {
 				n++
 			}
 		}

@@ -100,7 +100,7 @@ func watchRollout(c client.Client, ns string, cr *workloadv1alpha1.ConfigRollout
 					w.seen[d.Name] = true
 					w.order = append(w.order, d.Name)
 				}
-				if !configrollout.Settled(d) {
+				if !configrollout.RolledOut(d) {
 					n++
 				}
 			}

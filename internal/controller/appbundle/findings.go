@@ -16,10 +16,10 @@ import (
 // sync at its current spec, and the actions it would take, while it only
 // plans.
 type findings struct {
-	ns                string
-	settled, planning bool
-	drifted           []apisv1alpha1.Drift
-	actions           []apisv1alpha1.PlannedAction
+	ns               string
+	synced, planning bool
+	drifted          []apisv1alpha1.Drift
+	actions          []apisv1alpha1.PlannedAction
 }
 
 // newFindings starts from what is missing of the bundle's objects c.
@@ -28,10 +28,10 @@ func newFindings(ab *v1alpha1.AppBundle, c children) *findings {
 		ns: ab.GetNamespace(),
 		// What differs from a bundle in sync at its current spec, another
 		// writer changed.
-		settled:  !meta.WasDeleted(ab) && drift.Settled(ab),
+		synced:   !meta.WasDeleted(ab) && drift.Synced(ab),
 		planning: !meta.WasDeleted(ab) && plan.Only(ab),
 	}
-	if f.settled {
+	if f.synced {
 		f.drifted = gone(ab, c)
 	}
 	if f.planning {
@@ -46,7 +46,7 @@ func (f *findings) changed(kind, name string, fields []string) {
 	if len(fields) == 0 {
 		return
 	}
-	if f.settled {
+	if f.synced {
 		f.drifted = append(f.drifted, drift.Of(kind, f.ns, name, fields))
 	}
 	f.plan(apisv1alpha1.PlannedAction{Action: apisv1alpha1.ActionUpdate, Kind: kind, Name: name, Fields: fields})

@@ -37,7 +37,7 @@ const (
 	reasonLimited          event.Reason = "RolloutLimited"
 )
 
-// recheck bounds the wait for an in-flight workload to settle. On the
+// recheck bounds the wait for an in-flight workload to roll out. On the
 // provider's own cluster its status events reconcile the rollout at once
 // (waiters); on another cluster, where workloads are not watched, this poll
 // is what notices. Only rollouts with a workload in flight poll.
@@ -140,7 +140,7 @@ func (e *external) planWave(cr *v1alpha1.ConfigRollout, ws []workload, pending m
 }
 
 // candidates are the followed workloads as NextWave sees them: pending or
-// not, settled, rolled by the rollout that started at started, held back by
+// not, rolled out, rolled by the rollout that started at started, held back by
 // the rollout limit.
 func candidates(rolled []v1alpha1.RolledWorkload, ws []workload, pending map[string]bool, held map[string]time.Time, started *metav1.Time) []Candidate {
 	objects := make(map[string]client.Object, len(ws))
@@ -150,9 +150,9 @@ func candidates(rolled []v1alpha1.RolledWorkload, ws []workload, pending map[str
 	cs := make([]Candidate, 0, len(rolled))
 	for _, w := range rolled {
 		k := workloadKey(w.Kind, w.Name)
-		c := Candidate{Kind: w.Kind, Name: w.Name, Pending: pending[k], Settled: true}
+		c := Candidate{Kind: w.Kind, Name: w.Name, Pending: pending[k], RolledOut: true}
 		if obj := objects[k]; obj != nil {
-			c.Settled = Settled(obj)
+			c.RolledOut = RolledOut(obj)
 		}
 		if w.LastRollout != nil && !w.LastRollout.Before(started) {
 			t := w.LastRollout.Time
@@ -201,7 +201,7 @@ func (e *external) waitFor(cr *v1alpha1.ConfigRollout, cs []Candidate) {
 // rolling puts the wave Update is about to roll in the waiting table with the
 // workloads already in flight, before the first patch: the patch's own event
 // is not heard (ownwrite), and the status events that follow must reconcile
-// the rollout as soon as the workload settles, not at its next poll.
+// the rollout as soon as the workload has rolled out, not at its next poll.
 func (e *external) rolling(cr *v1alpha1.ConfigRollout) {
 	if e.gate == nil || e.gate.s == nil || len(e.gate.wave.Roll) == 0 {
 		return

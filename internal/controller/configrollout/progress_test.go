@@ -28,7 +28,7 @@ import (
 )
 
 // strategyClient is an external client on a fake cluster with ConfigMap conf
-// and settled Deployments a, b and c that read it, at a clock the test moves.
+// and rolled-out Deployments a, b and c that read it, at a clock the test moves.
 func strategyClient(t *testing.T, clock *time.Time) (*external, client.Client) {
 	t.Helper()
 	s := runtime.NewScheme()
@@ -62,7 +62,7 @@ func hashes(t *testing.T, c client.Client) []string {
 
 // TestStaggeredReconciles walks a rollout of three Deployments one at a time
 // through Observe and Update: one rolls, the rest wait for it, it halts past
-// the deadline, resumes once the workload settles, and a window holds it.
+// the deadline, resumes once the workload has rolled out, and a window holds it.
 func TestStaggeredReconciles(t *testing.T) {
 	ctx := context.Background()
 	clock := time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
@@ -88,7 +88,7 @@ func TestStaggeredReconciles(t *testing.T) {
 		}
 		return !o.ResourceUpToDate
 	}
-	settle := func(name string) {
+	rollOut := func(name string) {
 		t.Helper()
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: "ns", Name: name}, d); err != nil {
@@ -99,10 +99,10 @@ func TestStaggeredReconciles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// unsettle makes the fake's Deployments look like their controller has
+	// unroll makes the fake's Deployments look like their controller has
 	// not seen the rollout yet (the fake does not bump generations on
 	// template changes the way the API server does).
-	unsettle := func(name string) {
+	unroll := func(name string) {
 		t.Helper()
 		d := &appsv1.Deployment{}
 		if err := c.Get(ctx, types.NamespacedName{Namespace: "ns", Name: name}, d); err != nil {
@@ -132,7 +132,7 @@ func TestStaggeredReconciles(t *testing.T) {
 	}
 
 	step("first wave", true, v1alpha1.PhaseRolling, []bool{true, false, false})
-	unsettle("a")
+	unroll("a")
 	clock = clock.Add(10 * time.Second)
 	step("a in flight", false, v1alpha1.PhaseRolling, []bool{true, false, false})
 	if c := cr.GetCondition(xpv2.TypeReady); c.Status != corev1.ConditionFalse {
@@ -143,10 +143,10 @@ func TestStaggeredReconciles(t *testing.T) {
 	if c := cr.GetCondition(v1alpha1.TypeProgressing); c.Reason != v1alpha1.ReasonProgressDeadlineExceeded {
 		t.Errorf("Progressing %+v, want ProgressDeadlineExceeded", c)
 	}
-	settle("a")
-	step("a settled", true, v1alpha1.PhaseRolling, []bool{true, true, false})
-	unsettle("b")
-	settle("b")
+	rollOut("a")
+	step("a rolled out", true, v1alpha1.PhaseRolling, []bool{true, true, false})
+	unroll("b")
+	rollOut("b")
 	// A window that closed an hour ago holds c back.
 	cr.Spec.ForProvider.Windows = []apisv1alpha1.TimeWindow{{Start: clock.Add(-2 * time.Hour).Format("15:04"), End: clock.Add(-time.Hour).Format("15:04")}}
 	step("outside the window", false, v1alpha1.PhaseWaitingForWindow, []bool{true, true, false})
@@ -158,7 +158,7 @@ func TestStaggeredReconciles(t *testing.T) {
 	}
 	cr.Spec.ForProvider.Windows = nil
 	step("window gone", true, v1alpha1.PhaseRolling, []bool{true, true, true})
-	step("c in flight (the fake does not bump its generation: settled)", false, v1alpha1.PhaseComplete, []bool{true, true, true})
+	step("c in flight (the fake does not bump its generation: rolled out)", false, v1alpha1.PhaseComplete, []bool{true, true, true})
 	if cr.Status.AtProvider.Rollouts != 3 {
 		t.Errorf("rollouts %d, want 3", cr.Status.AtProvider.Rollouts)
 	}

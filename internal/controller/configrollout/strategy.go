@@ -18,9 +18,9 @@ type Candidate struct {
 	// RolledAt is when the current rollout rolled it; nil when it did not
 	// (it carried the hash already, or carries an older one).
 	RolledAt *time.Time
-	// Settled is true when its controller has rolled its pods out and they
-	// are available (settled).
-	Settled bool
+	// RolledOut is true when its controller has rolled its pods out and they
+	// are available (RolledOut).
+	RolledOut bool
 	// HeldUntil is when the rollout limit lets it roll again; nil when it
 	// may roll now.
 	HeldUntil *time.Time
@@ -39,7 +39,7 @@ type Stagger struct {
 type Wave struct {
 	// Roll are the workloads to roll now, in order.
 	Roll []Candidate
-	// InFlight were rolled and have not settled, oldest first.
+	// InFlight were rolled and have not rolled out, oldest first.
 	InFlight []Candidate
 	// Halted is the first in-flight workload past the progress deadline.
 	Halted *Candidate
@@ -53,7 +53,7 @@ type Wave struct {
 
 // NextWave decides which workloads to roll now. Without a stagger, every
 // pending workload rolls at once (while open). With one, a workload the
-// rollout rolled that has not settled is in flight; while any of them has
+// rollout rolled that has not rolled out is in flight; while any of them has
 // been in flight for the deadline or longer the rollout is halted and rolls
 // nothing, and otherwise the first pending workloads roll, up to
 // MaxConcurrent in flight. Nothing rolls while open is false (outside every
@@ -71,7 +71,7 @@ func NextWave(cs []Candidate, s *Stagger, open bool, now time.Time) Wave {
 			} else {
 				rollable = append(rollable, c)
 			}
-		case s != nil && c.RolledAt != nil && !c.Settled:
+		case s != nil && c.RolledAt != nil && !c.RolledOut:
 			w.InFlight = append(w.InFlight, c)
 		default:
 			w.Rolled++
@@ -114,16 +114,16 @@ func rolloutOrder(cs []Candidate) {
 	})
 }
 
-// Settled reports whether a workload's controller has rolled out its current
+// RolledOut reports whether a workload's controller has rolled out its current
 // template and its pods are available: a Deployment whose controller observed
 // its generation, with every replica updated and available and no old one
 // left; a StatefulSet with every replica updated (but those its partition
 // holds back) and ready; a DaemonSet with
 // every scheduled pod updated and available. A StatefulSet or DaemonSet that
-// updates OnDelete has settled once its controller observed the generation:
+// updates OnDelete has rolled out once its controller observed the generation:
 // its pods change only when someone deletes them. Anything else (a CronJob,
-// whose next Job uses the new template) settles at once.
-func Settled(o client.Object) bool {
+// whose next Job uses the new template) has rolled out at once.
+func RolledOut(o client.Object) bool {
 	switch w := o.(type) {
 	case *appsv1.Deployment:
 		want := int32(1)

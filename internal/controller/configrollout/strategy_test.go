@@ -31,7 +31,7 @@ func TestNextWave(t *testing.T) {
 		return Candidate{Kind: KindDeployment, Name: n, RolledAt: at(-ago)}
 	}
 	done := func(n string, ago time.Duration) Candidate {
-		return Candidate{Kind: KindDeployment, Name: n, RolledAt: at(-ago), Settled: true}
+		return Candidate{Kind: KindDeployment, Name: n, RolledAt: at(-ago), RolledOut: true}
 	}
 	held := func(n string, until time.Duration) Candidate {
 		c := pending(n)
@@ -57,7 +57,7 @@ func TestNextWave(t *testing.T) {
 			open:   true,
 			want:   want{roll: []string{"a", "c"}, pending: 2, rolled: 1},
 		},
-		"NoStrategyUnsettledIsRolled": {
+		"NoStrategyNotRolledOutIsRolled": {
 			reason: "Without a strategy nothing is in flight: nothing waits for availability.",
 			cs:     []Candidate{rolling("a", time.Hour), pending("b")},
 			open:   true,
@@ -76,7 +76,7 @@ func TestNextWave(t *testing.T) {
 			want: want{inFlight: []string{"a", "b"}, pending: 1},
 		},
 		"OneSlotFree": {
-			reason: "A settled workload frees its slot for the next pending one.",
+			reason: "A rolled-out workload frees its slot for the next pending one.",
 			cs:     []Candidate{done("a", time.Second), rolling("b", time.Second), pending("c"), pending("d")},
 			s:      two, open: true,
 			want: want{roll: []string{"c"}, inFlight: []string{"b"}, pending: 2, rolled: 1},
@@ -156,7 +156,7 @@ func TestRolloutOrder(t *testing.T) {
 	}
 }
 
-func TestSettled(t *testing.T) {
+func TestRolledOutWaitsForEveryReplicaUpdated(t *testing.T) {
 	deploy := func(gen, observed int64, replicas, updated, total, available int32) *appsv1.Deployment {
 		return &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Generation: gen},
@@ -185,7 +185,7 @@ func TestSettled(t *testing.T) {
 			o:      &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2)}, Status: appsv1.StatefulSetStatus{UpdatedReplicas: 1, ReadyReplicas: 2, Replicas: 2}},
 		},
 		"StatefulSetPartitioned": {
-			reason: "Replicas its partition holds back at the old revision do not keep it unsettled.",
+			reason: "Replicas its partition holds back at the old revision do not keep it from having rolled out.",
 			o: &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3), UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
 				Type: appsv1.RollingUpdateStatefulSetStrategyType, RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](2)},
 			}}, Status: appsv1.StatefulSetStatus{UpdatedReplicas: 1, ReadyReplicas: 3, Replicas: 3}},
@@ -211,12 +211,12 @@ func TestSettled(t *testing.T) {
 			reason: "A pod is unavailable.",
 			o:      &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: 3, UpdatedNumberScheduled: 3, NumberAvailable: 2, NumberUnavailable: 1}},
 		},
-		"Other": {reason: "Anything else (a CronJob) settles at once.", o: &metav1.PartialObjectMetadata{}, want: true},
+		"Other": {reason: "Anything else (a CronJob) has rolled out at once.", o: &metav1.PartialObjectMetadata{}, want: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := Settled(tc.o); got != tc.want {
-				t.Errorf("\n%s\nSettled(...) = %t; want %t", tc.reason, got, tc.want)
+			if got := RolledOut(tc.o); got != tc.want {
+				t.Errorf("\n%s\nRolledOut(...) = %t; want %t", tc.reason, got, tc.want)
 			}
 		})
 	}
@@ -237,7 +237,7 @@ func FuzzNextWave(f *testing.F) {
 		}
 		cs := make([]Candidate, 0, len(states))
 		for i, b := range states {
-			c := Candidate{Kind: KindDeployment, Name: string(rune('a' + i%26)), Pending: b%3 == 0, Settled: b%5 == 0}
+			c := Candidate{Kind: KindDeployment, Name: string(rune('a' + i%26)), Pending: b%3 == 0, RolledOut: b%5 == 0}
 			if b%2 == 1 {
 				c.RolledAt = at(-time.Duration(b) * time.Second)
 			}

@@ -56,7 +56,7 @@ type workload struct {
 	Lock     string // the ConfigRollout it follows, from AnnotationLock
 	Template *corev1.PodTemplateSpec
 	// Object is the whole workload, whose status says whether its rollout
-	// has settled (strategy.go).
+	// has rolled out (strategy.go).
 	Object client.Object
 }
 

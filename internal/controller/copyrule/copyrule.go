@@ -196,7 +196,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 		Owner: owner(cr), Sources: sources, Targets: targets, Copies: copies, Occupied: occupied,
 		// A plan shows what all policies would do, prunes included.
 		Policy: p.ConflictPolicy, MayDelete: mayDelete(cr) || plan.Only(cr), Reachable: reachable, Transform: tr,
-		Conflicted: conflicts, Settled: drift.Settled(cr), Planning: plan.Only(cr),
+		Conflicted: conflicts, Synced: drift.Synced(cr), Planning: plan.Only(cr),
 	}
 	e.plan = MakePlan(in)
 	if refs := summarized(copies, e.plan.Actions); len(refs) > 0 {
@@ -281,7 +281,7 @@ func (e *external) problems(cr *v1alpha1.CopyRule, refused map[Ref]string, confl
 }
 
 // observed records in status what Observe read and planned, and the digest
-// of its inputs once the rule is settled.
+// of its inputs once they alone describe the rule's state (describedByInputs).
 func (e *external) observed(cr *v1alpha1.CopyRule, srcCl *target.Cluster, all, copies []Object, targets Targets) {
 	o := &cr.Status.AtProvider
 	o.Sources = count32(len(all))
@@ -295,7 +295,7 @@ func (e *external) observed(cr *v1alpha1.CopyRule, srcCl *target.Cluster, all, c
 	e.report(cr, e.plan.Problems, e.plan.InSync, 0, false)
 	e.decided = decided{sources: versionsOf(all), targets: targets}
 	o.SyncedDigest = ""
-	if len(e.plan.Actions) == 0 && settled(e.plan, e.plan.InSync, 0, len(copies), e.plan.Problems) {
+	if len(e.plan.Actions) == 0 && describedByInputs(e.plan, e.plan.InSync, 0, len(copies), e.plan.Problems) {
 		o.SyncedDigest = e.inputs(cr, srcCl, e.decided.sources, versionsOf(copies), targets).Digest()
 	}
 }

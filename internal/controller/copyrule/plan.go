@@ -69,9 +69,9 @@ type PlanInput struct {
 	Conflicted map[string][]Ref
 	// Transform is what the rule changes between a source and its copies.
 	Transform Transform
-	// Settled is true when the rule was last in sync at its current spec:
+	// Synced is true when the rule was last in sync at its current spec:
 	// only then can a copy differ by another writer's hand (Action.Drift).
-	Settled bool
+	Synced bool
 	// Planning is true when the rule only plans: each write names the
 	// fields it changes (Action.Fields).
 	Planning bool
@@ -214,7 +214,7 @@ func Conflict(owner Owner, policy v1alpha1.ConflictPolicy, src Object, h string,
 // A copy written for other content follows its source, and one whose content
 // was not read cannot tell; neither is drift.
 func (in PlanInput) drift(src Object, h string, c Object) []string {
-	if !in.Settled || c.Summary != nil || c.Annotations[AnnotationHash] != h || !OwnedBy(in.Owner, c) {
+	if !in.Synced || c.Summary != nil || c.Annotations[AnnotationHash] != h || !OwnedBy(in.Owner, c) {
 		return nil
 	}
 	return in.fields(src, h, c)

@@ -45,8 +45,8 @@ func FuzzMakePlan(f *testing.F) {
 			if in.Reachable(r.Namespace) != nil {
 				t.Fatalf("%s of %v, in a namespace the rule may not reach", a.Op, r)
 			}
-			if len(a.Drift) > 0 && (!in.Settled || (a.Op != OpUpdate && a.Op != OpReplace) || !own[r]) {
-				t.Fatalf("%s of %v reports drift %q: settled %t, own copy %t", a.Op, r, a.Drift, in.Settled, own[r])
+			if len(a.Drift) > 0 && (!in.Synced || (a.Op != OpUpdate && a.Op != OpReplace) || !own[r]) {
+				t.Fatalf("%s of %v reports drift %q: synced %t, own copy %t", a.Op, r, a.Drift, in.Synced, own[r])
 			}
 			switch a.Op {
 			case OpPrune, OpRelease:
@@ -124,7 +124,7 @@ func planWorld(b []byte) PlanInput {
 			}
 		}
 	}
-	in.Settled = next()%2 == 0
+	in.Synced = next()%2 == 0
 	return in
 }
 

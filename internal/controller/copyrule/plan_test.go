@@ -229,27 +229,27 @@ func TestPlanDrift(t *testing.T) {
 		return c
 	}
 	cases := map[string]struct {
-		reason  string
-		src     Object
-		copy    Object
-		settled bool
-		want    []string
+		reason string
+		src    Object
+		copy   Object
+		synced bool
+		want   []string
 	}{
 		"DataEdited": {
 			reason: "A copy whose data another writer changed drifted at that key, never its value.",
-			src:    a, settled: true,
+			src:    a, synced: true,
 			copy: edit(a, func(c *Object) { c.Data = map[string]string{"k": "v", "tls.crt": "edited"} }),
 			want: []string{"data[tls.crt]"},
 		},
 		"SecretKeyAdded": {
 			reason: "A Secret's keys are its data; a key another writer added drifted.",
-			src:    secret, settled: true,
+			src:    secret, synced: true,
 			copy: edit(secret, func(c *Object) { c.Bytes = map[string][]byte{"password": []byte("p"), "extra": []byte("e")} }),
 			want: []string{"data.extra"},
 		},
 		"MarksRemoved": {
 			reason: "A label and an annotation of the rule removed drifted too.",
-			src:    a, settled: true,
+			src:    a, synced: true,
 			copy: edit(a, func(c *Object) {
 				delete(c.Labels, "app")
 				delete(c.Annotations, AnnotationSource)
@@ -258,10 +258,10 @@ func TestPlanDrift(t *testing.T) {
 		},
 		"SourceChanged": {
 			reason: "A copy written for other content follows its source: no drift.",
-			src:    source("a", map[string]string{"k": "new"}, false), settled: true,
+			src:    source("a", map[string]string{"k": "new"}, false), synced: true,
 			copy: inSync(a, "team"),
 		},
-		"NotSettled": {
+		"NotSynced": {
 			reason: "A rule not in sync at its current spec cannot tell drift from its own change.",
 			src:    a,
 			copy:   edit(a, func(c *Object) { c.Data = map[string]string{"k": "edited"} }),
@@ -272,7 +272,7 @@ func TestPlanDrift(t *testing.T) {
 			p := MakePlan(PlanInput{
 				Owner: rule, Sources: []Object{tc.src}, Targets: Targets{Namespaces: []string{"team"}},
 				Copies: []Object{tc.copy}, MayDelete: true, Reachable: func(string) error { return nil },
-				Transform: NewTransform(v1alpha1.CopyRuleParameters{}), Settled: tc.settled,
+				Transform: NewTransform(v1alpha1.CopyRuleParameters{}), Synced: tc.synced,
 			})
 			if len(p.Actions) != 1 {
 				t.Fatalf("%s\nwant one write, got %+v", tc.reason, p.Actions)

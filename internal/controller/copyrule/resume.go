@@ -121,11 +121,11 @@ type decided struct {
 	targets Targets
 }
 
-// settled reports whether a rule's plan, carried out, leaves a state its
+// describedByInputs reports whether a rule's plan, carried out, leaves a state its
 // inputs alone describe: every intended copy in sync, no problem, nothing
 // skipped, and no copy beyond the intended ones (one left out of reach
 // could come into reach without any version changing).
-func settled(p Plan, inSyncCopies, failed, copies int, problems []v1alpha1.CopyProblem) bool {
+func describedByInputs(p Plan, inSyncCopies, failed, copies int, problems []v1alpha1.CopyProblem) bool {
 	return failed == 0 && len(problems) == 0 && p.Skipped == 0 && inSyncCopies == p.Intended && copies == p.Intended
 }
 
@@ -234,7 +234,7 @@ func (e *external) digestWritten(cr *v1alpha1.CopyRule, problems []v1alpha1.Copy
 	o := &cr.Status.AtProvider
 	o.SyncedDigest = ""
 	known := e.known.of(cr.GetUID())
-	if e.source == nil || !settled(e.plan, e.plan.InSync+written, failed, len(known), problems) {
+	if e.source == nil || !describedByInputs(e.plan, e.plan.InSync+written, failed, len(known), problems) {
 		return
 	}
 	copies := make([]Version, 0, len(known))

@@ -140,7 +140,7 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 		o := &ic.Status.AtProvider
 		// A pod the provider neither saw end nor replaced was deleted while
 		// it ran by another writer.
-		if !meta.WasDeleted(ic) && drift.Settled(ic) && o.PodUID != "" && o.PodUID != o.EndedPodUID {
+		if !meta.WasDeleted(ic) && drift.Synced(ic) && o.PodUID != "" && o.PodUID != o.EndedPodUID {
 			d := drift.Deleted(podKind, ic.GetNamespace(), PodName(ic))
 			e.deleted = &d
 		}
