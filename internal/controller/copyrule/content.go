@@ -84,7 +84,7 @@ func fromUnstructured(u *unstructured.Unstructured) Object {
 
 // ToAPI turns o into an object of kind: a ConfigMap or a Secret, or an
 // unstructured object of any other kind.
-func (o Object) ToAPI(kind Kind) client.Object {
+func (o Object) ToAPI(kind Mapping) client.Object {
 	var imm *bool
 	if o.Immutable {
 		t := true

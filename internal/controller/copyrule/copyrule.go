@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -55,7 +56,20 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	if err != nil {
 		return err
 	}
-	late := newBehind(oldest)
+	staleAt, err := newStaleAt(o.Metrics)
+	if err != nil {
+		return err
+	}
+	late := newBehind(oldest, staleAt)
+	// The gauges are the provider's, the rules behind this controller's: a
+	// sharded replica builds its controllers again when its shards change.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		late.forgetAll()
+		return nil
+	})); err != nil {
+		return errors.Wrap(err, "cannot add the CopyRule metrics' cleanup")
+	}
 	// Half the shortest poll: a rule's first poll after a restart reads.
 	resumeFor := time.Duration(float64(o.PollInterval) * (1 - o.PollJitter) / 2)
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.CopyRule]{
@@ -82,7 +96,7 @@ type external struct {
 	source *target.Cluster
 	// src and dst are the kinds of the sources and the copies, as Observe
 	// resolved them on their clusters.
-	src, dst Kind
+	src, dst Mapping
 	record   event.Recorder
 	drift    *drift.Reporter
 	watches  *watchset.Set
@@ -265,7 +279,7 @@ func (e *external) observeDeleted(ctx context.Context, cr *v1alpha1.CopyRule, re
 		}
 	}
 	e.known.drop(owner(cr))
-	e.behind.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, nil)
+	e.behind.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, nil, 0)
 	return managed.ExternalObservation{ResourceExists: false}, nil
 }
 

@@ -110,24 +110,41 @@ func newOldestUnsynced(reg prometheus.Registerer) (prometheus.Gauge, error) {
 	return g, errors.Wrap(err, "cannot register the CopyRule metrics")
 }
 
+// newStaleAt returns the gauge of when each rule's copies out of sync turn
+// stale, registered with reg or the one already registered there. A series
+// exists only while its rule has copies behind, so the gauge holds as many
+// as there are rules behind, none while every copy matches: an alert on it
+// names the rule and keeps the rule's own staleAfter.
+func newStaleAt(reg prometheus.Registerer) (*prometheus.GaugeVec, error) {
+	g, err := apimetrics.Existing(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "clusterops_copyrule_stale_at_timestamp_seconds",
+		Help: "When a CopyRule's copies out of sync turn stale (when they fell behind, plus the rule's staleAfter), as a Unix time; a rule has a series only while some copy of it is behind. Stale once time() passes it.",
+	}, []string{"namespace", "name"}))
+	return g, errors.Wrap(err, "cannot register the CopyRule metrics")
+}
+
 // behind remembers, of each rule with copies out of sync, since when, and
-// keeps the oldest-unsynced gauge at the oldest. Rules in sync take no room. The rules
-// behind are a heap by since: when a remote cluster goes, every rule of it
-// falls behind, and each one's report costs log(rules), not a scan of all.
+// keeps the oldest-unsynced gauge at the oldest and each such rule's
+// stale-at series. Rules in sync take no room. The rules behind are a heap
+// by since: when a remote cluster goes, every rule of it falls behind, and
+// each one's report costs log(rules), not a scan of all.
 type behind struct {
-	mu    sync.Mutex
-	since map[types.NamespacedName]*late
-	order lateHeap
-	gauge prometheus.Gauge
+	mu      sync.Mutex
+	since   map[types.NamespacedName]*late
+	order   lateHeap
+	gauge   prometheus.Gauge
+	staleAt *prometheus.GaugeVec
 }
 
-func newBehind(g prometheus.Gauge) *behind {
-	return &behind{since: map[types.NamespacedName]*late{}, gauge: g}
+// newBehind returns a behind that keeps oldest and, when set, staleAt.
+func newBehind(oldest prometheus.Gauge, staleAt *prometheus.GaugeVec) *behind {
+	return &behind{since: map[types.NamespacedName]*late{}, gauge: oldest, staleAt: staleAt}
 }
 
-// set records rule's since, or forgets the rule when since is nil. A nil
-// behind (a client built without its controller) records nothing.
-func (b *behind) set(rule types.NamespacedName, since *metav1.Time) {
+// set records that rule's copies are behind since since, and turn stale
+// after after; or forgets the rule when since is nil. A nil behind (a client
+// built without its controller) records nothing.
+func (b *behind) set(rule types.NamespacedName, since *metav1.Time, after time.Duration) {
 	if b == nil {
 		return
 	}
@@ -135,29 +152,63 @@ func (b *behind) set(rule types.NamespacedName, since *metav1.Time) {
 	defer b.mu.Unlock()
 	prev, had := b.since[rule]
 	switch {
-	case since == nil && !had, since != nil && had && prev.since.Equal(since.Time):
+	case since == nil && !had, since != nil && had && prev.since.Equal(since.Time) && prev.after == after:
 		return
 	case since == nil:
 		heap.Remove(&b.order, prev.index)
 		delete(b.since, rule)
+		b.forgetSeries(rule)
 	case had:
-		prev.since = since.Time
+		prev.since, prev.after = since.Time, after
 		heap.Fix(&b.order, prev.index)
 	default:
-		l := &late{since: since.Time}
+		l := &late{since: since.Time, after: after}
 		heap.Push(&b.order, l)
 		b.since[rule] = l
 	}
+	if since != nil && b.staleAt != nil {
+		b.staleAt.WithLabelValues(rule.Namespace, rule.Name).Set(unix(since.Add(after)))
+	}
+	b.setOldest()
+}
+
+// forgetAll forgets every rule, with its series: the controller stopped
+// (a sharded replica's share is built again), and the rules it held are
+// another share's, here or on another replica.
+func (b *behind) forgetAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for rule := range b.since {
+		b.forgetSeries(rule)
+	}
+	clear(b.since)
+	b.order = nil
+	b.setOldest()
+}
+
+func (b *behind) forgetSeries(rule types.NamespacedName) {
+	if b.staleAt != nil {
+		b.staleAt.DeleteLabelValues(rule.Namespace, rule.Name)
+	}
+}
+
+// setOldest sets the oldest-unsynced gauge from the heap; b.mu is held.
+func (b *behind) setOldest() {
 	v := 0.0
 	if len(b.order) > 0 {
-		v = float64(b.order[0].since.UnixNano()) / 1e9
+		v = unix(b.order[0].since)
 	}
 	b.gauge.Set(v)
 }
 
-// late is a rule behind since a time, at index in its heap.
+// unix is t as a Unix time in seconds, as the timestamp gauges give it.
+func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
+
+// late is a rule behind since a time, turning stale after a while, at index
+// in its heap.
 type late struct {
 	since time.Time
+	after time.Duration
 	index int
 }
 

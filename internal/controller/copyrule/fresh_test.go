@@ -80,31 +80,50 @@ func TestFresh(t *testing.T) {
 	}
 }
 
-func TestBehind(t *testing.T) {
+// TestBehindKeepsTheOldestAndEachRulesStaleAt: the oldest gauge follows the
+// oldest rule behind, each rule behind has one stale-at series (since plus
+// its staleAfter) and none once in sync, and forgetAll, as the controller
+// stops, leaves no series and an oldest of 0.
+func TestBehindKeepsTheOldestAndEachRulesStaleAt(t *testing.T) {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_oldest"})
-	b := newBehind(g)
+	staleAt := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "test_stale_at"}, []string{"namespace", "name"})
+	b := newBehind(g, staleAt)
 	t0 := metav1.NewTime(time.Unix(1000, 0))
 	t1 := metav1.NewTime(time.Unix(2000, 0))
 	a, c := types.NamespacedName{Namespace: "x", Name: "a"}, types.NamespacedName{Namespace: "x", Name: "c"}
 	steps := []struct {
 		rule  types.NamespacedName
 		since *metav1.Time
+		after time.Duration
 		want  float64
+		// staleAt are the series after the step, by rule name.
+		staleAt map[string]float64
 	}{
-		{a, &t1, 2000},
-		{c, &t0, 1000},
-		{c, nil, 2000},
-		{a, nil, 0},
-		{a, nil, 0},
+		{a, &t1, time.Minute, 2000, map[string]float64{"a": 2060}},
+		{c, &t0, time.Hour, 1000, map[string]float64{"a": 2060, "c": 4600}},
+		{a, &t1, 2 * time.Minute, 1000, map[string]float64{"a": 2120, "c": 4600}},
+		{c, nil, 0, 2000, map[string]float64{"a": 2120}},
+		{a, nil, 0, 0, map[string]float64{}},
+		{a, nil, 0, 0, map[string]float64{}},
+		{c, &t0, time.Minute, 1000, map[string]float64{"c": 1060}},
 	}
 	for i, s := range steps {
-		b.set(s.rule, s.since)
+		b.set(s.rule, s.since, s.after)
 		if got := testutil.ToFloat64(g); got != s.want {
 			t.Errorf("step %d: oldest %v, want %v", i, got, s.want)
 		}
+		if n := testutil.CollectAndCount(staleAt); n != len(s.staleAt) {
+			t.Errorf("step %d: %d stale-at series, want %d", i, n, len(s.staleAt))
+		}
+		for name, v := range s.staleAt {
+			if got := testutil.ToFloat64(staleAt.WithLabelValues("x", name)); got != v {
+				t.Errorf("step %d: rule %s stale at %v, want %v", i, name, got, v)
+			}
+		}
 	}
-	if len(b.since) != 0 {
-		t.Errorf("rules in sync take room: %v", b.since)
+	b.forgetAll()
+	if n := testutil.CollectAndCount(staleAt); n != 0 || testutil.ToFloat64(g) != 0 || len(b.since) != 0 {
+		t.Errorf("after forgetAll: %d stale-at series, oldest %v, %d rules remembered; want none", n, testutil.ToFloat64(g), len(b.since))
 	}
 }
 
@@ -112,17 +131,17 @@ func TestBehind(t *testing.T) {
 // in a random order and checks the gauge against the oldest of them all.
 func TestBehindKeepsTheOldest(t *testing.T) {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_oldest"})
-	b := newBehind(g)
+	b := newBehind(g, nil)
 	r := rand.New(rand.NewPCG(1, 2))
 	want := map[types.NamespacedName]time.Time{}
 	for i := range 5000 {
 		rule := types.NamespacedName{Namespace: "x", Name: fmt.Sprint(r.IntN(200))}
 		if r.IntN(3) == 0 {
-			b.set(rule, nil)
+			b.set(rule, nil, 0)
 			delete(want, rule)
 		} else {
 			since := metav1.NewTime(time.Unix(int64(r.IntN(10000)), 0))
-			b.set(rule, &since)
+			b.set(rule, &since, time.Minute)
 			want[rule] = since.Time
 		}
 		oldest := 0.0

@@ -45,7 +45,7 @@ func newGrants() *grants {
 
 // check returns nil when the provider may list and watch kind k in every
 // namespace of cluster c, and otherwise an error that says what grants it.
-func (g *grants) check(ctx context.Context, c *target.Cluster, k Kind) error {
+func (g *grants) check(ctx context.Context, c *target.Cluster, k Mapping) error {
 	if k.typed() || c.Client == nil {
 		return nil
 	}

@@ -20,9 +20,9 @@ import (
 // TestGrants checks that a kind's access is asked once per cluster and
 // grantsFor, and that a kind not granted is an error naming what grants it.
 func TestGrants(t *testing.T) {
-	np := Kind{GroupVersionKind: schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
+	np := Mapping{GroupVersionKind: schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
 		Resource: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"}}
-	cm := Kind{GroupVersionKind: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}
+	cm := Mapping{GroupVersionKind: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}
 	allowed, asked := false, 0
 	c := &target.Cluster{ID: "local", Client: fake.NewClientBuilder().WithScheme(scheme.Scheme).WithInterceptorFuncs(interceptor.Funcs{
 		Create: func(_ context.Context, _ client.WithWatch, o client.Object, _ ...client.CreateOption) error {

@@ -24,16 +24,16 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
-// A Kind is what a rule reads or writes: a kind of objects and the resource
-// its API serves them as.
-type Kind struct {
+// A Mapping is the kind of objects a rule reads or writes and the resource
+// its API serves them as, as a REST mapping pairs them.
+type Mapping struct {
 	schema.GroupVersionKind
 	Resource schema.GroupVersionResource
 }
 
 // String names the kind as messages and events do: ConfigMap, or
 // NetworkPolicy.networking.k8s.io.
-func (k Kind) String() string {
+func (k Mapping) String() string {
 	if k.Group == "" {
 		return k.Kind
 	}
@@ -42,7 +42,7 @@ func (k Kind) String() string {
 
 // typed reports whether the kind is a ConfigMap or a Secret, which the rule
 // reads and writes as such; any other is read and written unstructured.
-func (k Kind) typed() bool {
+func (k Mapping) typed() bool {
 	return k.Group == "" && (k.Kind == v1alpha1.KindConfigMap || k.Kind == v1alpha1.KindSecret)
 }
 
@@ -122,29 +122,29 @@ type KindError struct{ msg string }
 
 func (e *KindError) Error() string { return e.msg }
 
-// resolveKind returns the Kind of gvk as the cluster mapper describes it:
+// resolveKind returns the Mapping of gvk as the cluster mapper describes it:
 // its resource, and an error when the cluster does not serve the kind or the
 // kind is not namespaced.
-func resolveKind(gvk schema.GroupVersionKind, mapper meta.RESTMapper) (Kind, error) {
+func resolveKind(gvk schema.GroupVersionKind, mapper meta.RESTMapper) (Mapping, error) {
 	if err := Copyable(gvk); err != nil {
-		return Kind{}, &KindError{msg: err.Error()}
+		return Mapping{}, &KindError{msg: err.Error()}
 	}
 	if r, ok := staticKinds[gvk]; ok {
-		return Kind{GroupVersionKind: gvk, Resource: gvk.GroupVersion().WithResource(r)}, nil
+		return Mapping{GroupVersionKind: gvk, Resource: gvk.GroupVersion().WithResource(r)}, nil
 	}
 	if mapper == nil {
-		return Kind{}, errors.Errorf("cannot look up kind %s of %s: no API discovery for this cluster", gvk.Kind, gvk.GroupVersion())
+		return Mapping{}, errors.Errorf("cannot look up kind %s of %s: no API discovery for this cluster", gvk.Kind, gvk.GroupVersion())
 	}
 	m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	switch {
 	case meta.IsNoMatchError(err):
-		return Kind{}, &KindError{msg: fmt.Sprintf("the cluster does not serve kind %s of %s: is its CustomResourceDefinition installed?", gvk.Kind, gvk.GroupVersion())}
+		return Mapping{}, &KindError{msg: fmt.Sprintf("the cluster does not serve kind %s of %s: is its CustomResourceDefinition installed?", gvk.Kind, gvk.GroupVersion())}
 	case err != nil:
-		return Kind{}, errors.Wrapf(err, "cannot look up kind %s of %s", gvk.Kind, gvk.GroupVersion())
+		return Mapping{}, errors.Wrapf(err, "cannot look up kind %s of %s", gvk.Kind, gvk.GroupVersion())
 	case m.Scope.Name() != meta.RESTScopeNameNamespace:
-		return Kind{}, &KindError{msg: fmt.Sprintf("kind %s of %s is cluster-scoped: a rule copies namespaced kinds only", gvk.Kind, gvk.GroupVersion())}
+		return Mapping{}, &KindError{msg: fmt.Sprintf("kind %s of %s is cluster-scoped: a rule copies namespaced kinds only", gvk.Kind, gvk.GroupVersion())}
 	}
-	return Kind{GroupVersionKind: gvk, Resource: m.Resource}, nil
+	return Mapping{GroupVersionKind: gvk, Resource: m.Resource}, nil
 }
 
 // copyGVK is the group, version and kind of rule p's copies: its sources',
@@ -162,7 +162,7 @@ const grantFile = "cluster/rbac/copy-kinds.yaml"
 
 // forbidden adds to an error the API server's refusal of a read or write of
 // kind k, what grants it; other errors it returns as they are.
-func forbidden(err error, k Kind) error {
+func forbidden(err error, k Mapping) error {
 	if err == nil || !kerrors.IsForbidden(err) {
 		return err
 	}
@@ -171,7 +171,7 @@ func forbidden(err error, k Kind) error {
 
 // refusal says that the provider may not read or write kind k, and what
 // grants it.
-func refusal(k Kind) string {
+func refusal(k Mapping) string {
 	return fmt.Sprintf("the provider may not read or write %s: grant it to the provider's service account (%s has a ClusterRole per kind)", k.Resource.GroupResource(), grantFile)
 }
 
@@ -207,7 +207,7 @@ func body(gk schema.GroupKind, u map[string]any) map[string]any {
 
 // kind resolves gvk on cluster c for rule cr. A kind the rule cannot copy
 // there makes the rule unavailable, with why in its conditions.
-func (e *external) kind(ctx context.Context, cr *v1alpha1.CopyRule, gvk schema.GroupVersionKind, c *target.Cluster) (Kind, error) {
+func (e *external) kind(ctx context.Context, cr *v1alpha1.CopyRule, gvk schema.GroupVersionKind, c *target.Cluster) (Mapping, error) {
 	var m meta.RESTMapper
 	if c.Client != nil {
 		m = c.Client.RESTMapper()

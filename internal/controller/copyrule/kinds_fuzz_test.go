@@ -34,7 +34,7 @@ func FuzzCopyAnyKind(f *testing.F) {
 		if !kindName.MatchString(kind) || strings.Contains(group, "/") {
 			return
 		}
-		k := Kind{GroupVersionKind: schema.GroupVersionKind{Group: group, Version: "v1", Kind: kind}}
+		k := Mapping{GroupVersionKind: schema.GroupVersionKind{Group: group, Version: "v1", Kind: kind}}
 		if k.typed() {
 			return
 		}

@@ -151,7 +151,7 @@ func TestBody(t *testing.T) {
 // TestUnstructuredRoundTrip: an object of another kind written as the rule
 // makes it and read back is the same Object, in sync with its template.
 func TestUnstructuredRoundTrip(t *testing.T) {
-	k := Kind{GroupVersionKind: schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"}}
+	k := Mapping{GroupVersionKind: schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"}}
 	src := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
 		"metadata": map[string]any{"name": "deny", "namespace": "platform", "labels": map[string]any{"tier": "base"}, "resourceVersion": "7", "uid": "u-1"},

@@ -348,7 +348,7 @@ func (c *knownCopies) forget(name types.NamespacedName) {
 
 // copiesWatch is the watch of rule cr's copies: every object of the copies'
 // kind that carries its mark, in any namespace.
-func copiesWatch(cr *v1alpha1.CopyRule, kind Kind) watchset.Watch {
+func copiesWatch(cr *v1alpha1.CopyRule, kind Mapping) watchset.Watch {
 	return watchset.Watch{Resource: kind.Resource, Labels: copyMark.Selector(cr).String()}
 }
 

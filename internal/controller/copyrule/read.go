@@ -21,7 +21,7 @@ import (
 )
 
 // list lists the objects of kind that opts select.
-func list(ctx context.Context, c client.Reader, kind Kind, opts ...client.ListOption) ([]Object, error) {
+func list(ctx context.Context, c client.Reader, kind Mapping, opts ...client.ListOption) ([]Object, error) {
 	var l client.ObjectList
 	switch {
 	case !kind.typed():
@@ -47,7 +47,7 @@ func list(ctx context.Context, c client.Reader, kind Kind, opts ...client.ListOp
 }
 
 // get reads one object of kind; found is false when it does not exist.
-func get(ctx context.Context, c client.Reader, kind Kind, ref Ref) (Object, bool, error) {
+func get(ctx context.Context, c client.Reader, kind Mapping, ref Ref) (Object, bool, error) {
 	o := Object{}.ToAPI(kind)
 	err := c.Get(ctx, types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, o)
 	switch {
@@ -83,7 +83,7 @@ type held func(ns string) ([]string, bool)
 // nss, and the ones it refuses to copy with why. Any failed read fails it
 // all: a source namespace that could not be read must never look empty, or
 // its copies would be pruned.
-func readSources(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, kind Kind, nss []string, h held) ([]Object, map[Ref]string, error) {
+func readSources(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, kind Mapping, nss []string, h held) ([]Object, map[Ref]string, error) {
 	var out []Object
 	refused := map[Ref]string{}
 	for _, ns := range nss {
@@ -102,7 +102,7 @@ func readSources(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParame
 // readSourcesIn returns the objects the rule selects in namespace ns, and the
 // ones it refuses to copy with why. Copies made by any rule are never
 // sources: a namespace that is both a target and a source must not echo.
-func readSourcesIn(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, kind Kind, ns string, h held) ([]Object, map[string]string, error) {
+func readSourcesIn(ctx context.Context, c client.Reader, p v1alpha1.CopyRuleParameters, kind Mapping, ns string, h held) ([]Object, map[string]string, error) {
 	byName := map[string]Object{}
 	if p.Selector != nil {
 		s, err := metav1.LabelSelectorAsSelector(p.Selector)
@@ -151,7 +151,7 @@ func readSourcesIn(ctx context.Context, c client.Reader, p v1alpha1.CopyRulePara
 // label by scanning every object of the kind in the namespace: a fleet of
 // rules picking their sources out of one crowded namespace, each listing on
 // every reconcile, would be O(N²). A get is a lookup.
-func selected(ctx context.Context, c client.Reader, kind Kind, ns string, s labels.Selector, h held) ([]Object, error) {
+func selected(ctx context.Context, c client.Reader, kind Mapping, ns string, s labels.Selector, h held) ([]Object, error) {
 	var names []string
 	ok := false
 	if h != nil {
@@ -190,7 +190,7 @@ func readNamespaces(ctx context.Context, c client.Reader) ([]Namespace, error) {
 }
 
 // readCopies returns the objects marked as copies of rule cr.
-func readCopies(ctx context.Context, c client.Reader, kind Kind, cr metav1.Object) ([]Object, error) {
+func readCopies(ctx context.Context, c client.Reader, kind Mapping, cr metav1.Object) ([]Object, error) {
 	objs, err := list(ctx, c, kind, client.MatchingLabelsSelector{Selector: copyMark.Selector(cr)})
 	return objs, errors.Wrapf(err, "cannot list the rule's %s copies", kind)
 }

@@ -71,7 +71,7 @@ func (e *external) fresh(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 	f := Fresh(e.before, problems, e.now(), staleAfter(cr))
 	cr.Status.AtProvider.OutOfSyncSince = f.Since
 	cr.SetConditions(f.Condition)
-	e.behind.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, f.Since)
+	e.behind.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, f.Since, staleAfter(cr))
 	if f.Condition.Reason == v1alpha1.ReasonStale && e.beforeFresh.Reason != v1alpha1.ReasonStale && !e.warnedStale {
 		e.warnedStale = true
 		e.record.Event(cr, event.Warning(reasonStale, errors.New(f.Condition.Message)))

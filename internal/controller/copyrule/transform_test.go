@@ -146,9 +146,9 @@ func TestTransformApply(t *testing.T) {
 	}
 }
 
-// copyKindOf is the Kind of rule p's copies, for rules of ConfigMaps and
+// copyKindOf is the Mapping of rule p's copies, for rules of ConfigMaps and
 // Secrets, which need no cluster to resolve.
-func copyKindOf(p v1alpha1.CopyRuleParameters) Kind {
+func copyKindOf(p v1alpha1.CopyRuleParameters) Mapping {
 	k, _ := resolveKind(copyGVK(p), nil)
 	return k
 }

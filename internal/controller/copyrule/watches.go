@@ -64,7 +64,7 @@ func (e *external) watch(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem)
 // selectorWatches are the watches of a rule's selector in each source
 // namespace; none without a selector, or with one that is not valid (the
 // read says so).
-func selectorWatches(p v1alpha1.CopyRuleParameters, kind Kind, nss []string) []watchset.Watch {
+func selectorWatches(p v1alpha1.CopyRuleParameters, kind Mapping, nss []string) []watchset.Watch {
 	if p.Selector == nil {
 		return nil
 	}
@@ -81,7 +81,7 @@ func selectorWatches(p v1alpha1.CopyRuleParameters, kind Kind, nss []string) []w
 
 // selectorWatch is the watch of the objects of kind that selector s picks in
 // source namespace ns, shared by every rule with that selector there.
-func selectorWatch(kind Kind, ns string, s labels.Selector) watchset.Watch {
+func selectorWatch(kind Mapping, ns string, s labels.Selector) watchset.Watch {
 	return watchset.Watch{Resource: kind.Resource, Namespace: ns, Labels: s.String()}
 }
 

@@ -33,7 +33,7 @@ type Result struct {
 // writer runs a plan's actions against a cluster.
 type writer struct {
 	c      client.Client
-	kind   Kind
+	kind   Mapping
 	owner  Owner
 	policy v1alpha1.ConflictPolicy
 	// writing, when set, hears of each create or update before it is made:
