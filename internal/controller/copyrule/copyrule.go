@@ -60,12 +60,12 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	if err != nil {
 		return err
 	}
-	late := newBehind(oldest, staleAt)
-	// The gauges are the provider's, the rules behind this controller's: a
+	rules := newOutOfSync(oldest, staleAt)
+	// The gauges are the provider's, the rules out of sync this controller's: a
 	// sharded replica builds its controllers again when its shards change.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
-		late.forgetAll()
+		rules.forgetAll()
 		return nil
 	})); err != nil {
 		return errors.Wrap(err, "cannot add the CopyRule metrics' cleanup")
@@ -77,7 +77,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		Object:           &v1alpha1.CopyRule{},
 		List:             &v1alpha1.CopyRuleList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ client.SubResourceWriter, _ *v1alpha1.CopyRule) managed.TypedExternalClient[*v1alpha1.CopyRule] {
-			return &external{cluster: c, resolver: r, record: rec, drift: dr, watches: ws, known: known, grants: access, behind: late, now: time.Now, resumeFor: resumeFor}
+			return &external{cluster: c, resolver: r, record: rec, drift: dr, watches: ws, known: known, grants: access, outOfSync: rules, now: time.Now, resumeFor: resumeFor}
 		},
 		// Sources, copies and namespaces are watched narrowly, as metadata:
 		// the copies and namespaces on the cluster the rule writes to, the
@@ -114,8 +114,8 @@ type external struct {
 	// decided is what Observe made the plan from.
 	decided decided
 
-	// behind keeps the oldest copy out of sync across rules.
-	behind *behind
+	// outOfSync keeps the oldest copy out of sync across rules.
+	outOfSync *outOfSyncRules
 	// before is the rule's problems and staleness as the reconcile found
 	// them, which each report of it carries on from (Fresh).
 	before      v1alpha1.CopyRuleObservation
@@ -279,7 +279,7 @@ func (e *external) observeDeleted(ctx context.Context, cr *v1alpha1.CopyRule, re
 		}
 	}
 	e.known.drop(owner(cr))
-	e.behind.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, nil, 0)
+	e.outOfSync.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, nil, 0)
 	return managed.ExternalObservation{ResourceExists: false}, nil
 }
 

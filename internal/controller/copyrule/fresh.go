@@ -25,12 +25,12 @@ const reasonStale = "CopiesStale"
 // defaultStaleAfter is staleAfter's default, for a rule stored without it.
 const defaultStaleAfter = 10 * time.Minute
 
-// unsynced reports whether a problem of this reason leaves a copy behind its
-// source: a write that failed, a source refused, a name two sources claim.
-// Copies left alone on purpose (conflicts under Skip or Adopt, namespaces out
-// of reach or missing, prunes withheld) are not behind: nothing is meant to
-// be written to them.
-func unsynced(reason string) bool {
+// outOfSync reports whether a problem of this reason leaves a copy out of
+// sync with its source: a write that failed, a source refused, a name two
+// sources claim. Copies left alone on purpose (conflicts under Skip or
+// Adopt, namespaces out of reach or missing, prunes withheld) are not out of
+// sync: nothing is meant to be written to them.
+func outOfSync(reason string) bool {
 	switch reason {
 	case v1alpha1.ProblemWriteFailed, v1alpha1.ProblemRefused, v1alpha1.ProblemSourceConflict:
 		return true
@@ -38,7 +38,10 @@ func unsynced(reason string) bool {
 	return false
 }
 
-// A Freshness is what a rule reports of how far behind its copies are.
+// A Freshness is what a rule reports of how long its copies have been out of
+// sync. A copy is in sync with its source or out of sync; a rule whose
+// copies are out of sync is stale once that lasts longer than staleAfter,
+// and until then catching up (the Fresh condition's reasons).
 type Freshness struct {
 	// Problems are those given, each with its Since.
 	Problems []v1alpha1.CopyProblem
@@ -60,18 +63,18 @@ func Fresh(before v1alpha1.CopyRuleObservation, problems []v1alpha1.CopyProblem,
 	}
 	t := metav1.NewTime(now)
 	f := Freshness{Problems: make([]v1alpha1.CopyProblem, len(problems))}
-	var behind []v1alpha1.CopyProblem
+	var outOfSyncProblems []v1alpha1.CopyProblem
 	for i, p := range problems {
 		p.Since = &t
 		if s := since[key{p.Namespace, p.Name, p.Reason}]; s != nil {
 			p.Since = s
 		}
 		f.Problems[i] = p
-		if unsynced(p.Reason) {
-			behind = append(behind, p)
+		if outOfSync(p.Reason) {
+			outOfSyncProblems = append(outOfSyncProblems, p)
 		}
 	}
-	if len(behind) == 0 {
+	if len(outOfSyncProblems) == 0 {
 		f.Condition = xpv2.Condition{Type: v1alpha1.TypeFresh, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonInSync, LastTransitionTime: t}
 		return f
 	}
@@ -79,8 +82,8 @@ func Fresh(before v1alpha1.CopyRuleObservation, problems []v1alpha1.CopyProblem,
 	if before.OutOfSyncSince != nil {
 		f.Since = before.OutOfSyncSince
 	}
-	first := behind[0]
-	msg := fmt.Sprintf("%d copies out of sync since %s; first: %s/%s: %s", len(behind), f.Since.UTC().Format(time.RFC3339), first.Namespace, first.Name, first.Reason)
+	first := outOfSyncProblems[0]
+	msg := fmt.Sprintf("%d copies out of sync since %s; first: %s/%s: %s", len(outOfSyncProblems), f.Since.UTC().Format(time.RFC3339), first.Namespace, first.Name, first.Reason)
 	if now.Sub(f.Since.Time) < staleAfter {
 		f.Condition = xpv2.Condition{Type: v1alpha1.TypeFresh, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonCatchingUp, Message: msg, LastTransitionTime: t}
 		return f
@@ -90,7 +93,7 @@ func Fresh(before v1alpha1.CopyRuleObservation, problems []v1alpha1.CopyProblem,
 	return f
 }
 
-// staleAfter is the rule's bound on how long a copy may stay behind.
+// staleAfter is the rule's bound on how long a copy may stay out of sync.
 func staleAfter(cr *v1alpha1.CopyRule) time.Duration {
 	if d := cr.Spec.ForProvider.StaleAfter; d != nil && d.Duration > 0 {
 		return d.Duration
@@ -112,8 +115,8 @@ func newOldestUnsynced(reg prometheus.Registerer) (prometheus.Gauge, error) {
 
 // newStaleAt returns the gauge of when each rule's copies out of sync turn
 // stale, registered with reg or the one already registered there. A series
-// exists only while its rule has copies behind, so the gauge holds as many
-// as there are rules behind, none while every copy matches: an alert on it
+// exists only while its rule has copies out of sync, so the gauge holds as many
+// as there are rules out of sync, none while every copy matches: an alert on it
 // names the rule and keeps the rule's own staleAfter.
 func newStaleAt(reg prometheus.Registerer) (*prometheus.GaugeVec, error) {
 	g, err := apimetrics.Existing(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
@@ -123,28 +126,28 @@ func newStaleAt(reg prometheus.Registerer) (*prometheus.GaugeVec, error) {
 	return g, errors.Wrap(err, "cannot register the CopyRule metrics")
 }
 
-// behind remembers, of each rule with copies out of sync, since when, and
+// outOfSyncRules remembers, of each rule with copies out of sync, since when, and
 // keeps the oldest-unsynced gauge at the oldest and each such rule's
-// stale-at series. Rules in sync take no room. The rules behind are a heap
-// by since: when a remote cluster goes, every rule of it falls behind, and
+// stale-at series. Rules in sync take no room. The rules out of sync are a heap
+// by since: when a remote cluster goes, every rule of it falls out of sync, and
 // each one's report costs log(rules), not a scan of all.
-type behind struct {
+type outOfSyncRules struct {
 	mu      sync.Mutex
-	since   map[types.NamespacedName]*late
-	order   lateHeap
+	since   map[types.NamespacedName]*ruleOutOfSync
+	order   oldestFirst
 	gauge   prometheus.Gauge
 	staleAt *prometheus.GaugeVec
 }
 
-// newBehind returns a behind that keeps oldest and, when set, staleAt.
-func newBehind(oldest prometheus.Gauge, staleAt *prometheus.GaugeVec) *behind {
-	return &behind{since: map[types.NamespacedName]*late{}, gauge: oldest, staleAt: staleAt}
+// newOutOfSync returns the rules out of sync, which keep keeps oldest and, when set, staleAt.
+func newOutOfSync(oldest prometheus.Gauge, staleAt *prometheus.GaugeVec) *outOfSyncRules {
+	return &outOfSyncRules{since: map[types.NamespacedName]*ruleOutOfSync{}, gauge: oldest, staleAt: staleAt}
 }
 
-// set records that rule's copies are behind since since, and turn stale
-// after after; or forgets the rule when since is nil. A nil behind (a client
+// set records that rule's copies are out of sync since since, and turn stale
+// after after; or forgets the rule when since is nil. A nil outOfSyncRules (a client
 // built without its controller) records nothing.
-func (b *behind) set(rule types.NamespacedName, since *metav1.Time, after time.Duration) {
+func (b *outOfSyncRules) set(rule types.NamespacedName, since *metav1.Time, after time.Duration) {
 	if b == nil {
 		return
 	}
@@ -162,7 +165,7 @@ func (b *behind) set(rule types.NamespacedName, since *metav1.Time, after time.D
 		prev.since, prev.after = since.Time, after
 		heap.Fix(&b.order, prev.index)
 	default:
-		l := &late{since: since.Time, after: after}
+		l := &ruleOutOfSync{since: since.Time, after: after}
 		heap.Push(&b.order, l)
 		b.since[rule] = l
 	}
@@ -175,7 +178,7 @@ func (b *behind) set(rule types.NamespacedName, since *metav1.Time, after time.D
 // forgetAll forgets every rule, with its series: the controller stopped
 // (a sharded replica's share is built again), and the rules it held are
 // another share's, here or on another replica.
-func (b *behind) forgetAll() {
+func (b *outOfSyncRules) forgetAll() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for rule := range b.since {
@@ -186,14 +189,14 @@ func (b *behind) forgetAll() {
 	b.setOldest()
 }
 
-func (b *behind) forgetSeries(rule types.NamespacedName) {
+func (b *outOfSyncRules) forgetSeries(rule types.NamespacedName) {
 	if b.staleAt != nil {
 		b.staleAt.DeleteLabelValues(rule.Namespace, rule.Name)
 	}
 }
 
 // setOldest sets the oldest-unsynced gauge from the heap; b.mu is held.
-func (b *behind) setOldest() {
+func (b *outOfSyncRules) setOldest() {
 	v := 0.0
 	if len(b.order) > 0 {
 		v = unix(b.order[0].since)
@@ -204,31 +207,31 @@ func (b *behind) setOldest() {
 // unix is t as a Unix time in seconds, as the timestamp gauges give it.
 func unix(t time.Time) float64 { return float64(t.UnixNano()) / 1e9 }
 
-// late is a rule behind since a time, turning stale after a while, at index
+// late is a rule out of sync since a time, turning stale after a while, at index
 // in its heap.
-type late struct {
+type ruleOutOfSync struct {
 	since time.Time
 	after time.Duration
 	index int
 }
 
-// lateHeap orders rules behind by since, the oldest first (container/heap).
-type lateHeap []*late
+// oldestFirst orders rules out of sync by since, the oldest first (container/heap).
+type oldestFirst []*ruleOutOfSync
 
-func (h lateHeap) Len() int           { return len(h) }
-func (h lateHeap) Less(i, j int) bool { return h[i].since.Before(h[j].since) }
-func (h lateHeap) Swap(i, j int) {
+func (h oldestFirst) Len() int           { return len(h) }
+func (h oldestFirst) Less(i, j int) bool { return h[i].since.Before(h[j].since) }
+func (h oldestFirst) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].index, h[j].index = i, j
 }
 
-func (h *lateHeap) Push(x any) {
-	l := x.(*late) //nolint:forcetypeassert // Only set pushes, and only *late.
+func (h *oldestFirst) Push(x any) {
+	l := x.(*ruleOutOfSync) //nolint:forcetypeassert // Only set pushes, and only *ruleOutOfSync.
 	l.index = len(*h)
 	*h = append(*h, l)
 }
 
-func (h *lateHeap) Pop() any {
+func (h *oldestFirst) Pop() any {
 	old := *h
 	l := old[len(old)-1]
 	old[len(old)-1] = nil

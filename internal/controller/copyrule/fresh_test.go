@@ -18,7 +18,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 )
 
-func TestFresh(t *testing.T) {
+func TestFreshTurnsStaleOnlyPastStaleAfter(t *testing.T) {
 	now := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	at := func(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(-d)); return &t }
 	failed := func(name string, since *metav1.Time) v1alpha1.CopyProblem {
@@ -42,23 +42,23 @@ func TestFresh(t *testing.T) {
 			want:   want{Problems: []v1alpha1.CopyProblem{}, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonInSync},
 		},
 		"OnPurpose": {
-			reason:   "A copy left alone on purpose is no copy behind; its problem still gets a since.",
+			reason:   "A copy left alone on purpose is no copy out of sync; its problem still gets a since.",
 			problems: []v1alpha1.CopyProblem{skipped},
 			want:     want{Problems: []v1alpha1.CopyProblem{{Namespace: "team", Name: "theirs", Reason: v1alpha1.ProblemConflict, Message: "in the way", Since: at(0)}}, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonInSync},
 		},
-		"NewlyBehind": {
-			reason:   "A write that fails now is behind since now, and catching up.",
+		"NewlyOutOfSync": {
+			reason:   "A write that fails now is out of sync since now, and catching up (CatchingUp).",
 			problems: []v1alpha1.CopyProblem{failed("a", nil)},
 			want:     want{Since: at(0), Problems: []v1alpha1.CopyProblem{failed("a", at(0))}, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonCatchingUp},
 		},
 		"StillCatchingUp": {
-			reason:   "Behind for less than staleAfter: the since carried on.",
+			reason:   "Out of sync for less than staleAfter: the since carried on.",
 			before:   v1alpha1.CopyRuleObservation{Problems: []v1alpha1.CopyProblem{failed("a", at(time.Minute))}, OutOfSyncSince: at(time.Minute)},
 			problems: []v1alpha1.CopyProblem{failed("a", nil)},
 			want:     want{Since: at(time.Minute), Problems: []v1alpha1.CopyProblem{failed("a", at(time.Minute))}, Status: corev1.ConditionTrue, Reason: v1alpha1.ReasonCatchingUp},
 		},
 		"Stale": {
-			reason:   "Behind for longer than staleAfter, though another copy fell behind since: stale, from the oldest.",
+			reason:   "Out of sync for longer than staleAfter, though another copy fell out of sync since: stale, from the oldest.",
 			before:   v1alpha1.CopyRuleObservation{Problems: []v1alpha1.CopyProblem{failed("a", at(time.Hour))}, OutOfSyncSince: at(time.Hour)},
 			problems: []v1alpha1.CopyProblem{failed("a", nil), failed("b", nil)},
 			want:     want{Since: at(time.Hour), Problems: []v1alpha1.CopyProblem{failed("a", at(time.Hour)), failed("b", at(0))}, Status: corev1.ConditionFalse, Reason: v1alpha1.ReasonStale},
@@ -80,14 +80,14 @@ func TestFresh(t *testing.T) {
 	}
 }
 
-// TestBehindKeepsTheOldestAndEachRulesStaleAt: the oldest gauge follows the
-// oldest rule behind, each rule behind has one stale-at series (since plus
+// TestOutOfSyncRulesKeepTheOldestAndEachRulesStaleAt: the oldest gauge follows the
+// oldest rule out of sync, each rule out of sync has one stale-at series (since plus
 // its staleAfter) and none once in sync, and forgetAll, as the controller
 // stops, leaves no series and an oldest of 0.
-func TestBehindKeepsTheOldestAndEachRulesStaleAt(t *testing.T) {
+func TestOutOfSyncRulesKeepTheOldestAndEachRulesStaleAt(t *testing.T) {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_oldest"})
 	staleAt := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "test_stale_at"}, []string{"namespace", "name"})
-	b := newBehind(g, staleAt)
+	b := newOutOfSync(g, staleAt)
 	t0 := metav1.NewTime(time.Unix(1000, 0))
 	t1 := metav1.NewTime(time.Unix(2000, 0))
 	a, c := types.NamespacedName{Namespace: "x", Name: "a"}, types.NamespacedName{Namespace: "x", Name: "c"}
@@ -127,11 +127,11 @@ func TestBehindKeepsTheOldestAndEachRulesStaleAt(t *testing.T) {
 	}
 }
 
-// TestBehindKeepsTheOldest sets many rules behind, caught up and behind again
+// TestOutOfSyncRulesKeepTheOldest sets many rules out of sync, in sync and out of sync again
 // in a random order and checks the gauge against the oldest of them all.
-func TestBehindKeepsTheOldest(t *testing.T) {
+func TestOutOfSyncRulesKeepTheOldest(t *testing.T) {
 	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "test_oldest"})
-	b := newBehind(g, nil)
+	b := newOutOfSync(g, nil)
 	r := rand.New(rand.NewPCG(1, 2))
 	want := map[types.NamespacedName]time.Time{}
 	for i := range 5000 {
@@ -160,8 +160,8 @@ func TestBehindKeepsTheOldest(t *testing.T) {
 }
 
 // FuzzFresh checks Fresh on any problems and earlier status: every problem
-// has a since, the one it had if it had one; the rule is behind exactly when
-// a copy is, since no later than now; and Stale exactly when behind for
+// has a since, the one it had if it had one; the rule is out of sync exactly when
+// a copy is, since no later than now; and Stale exactly when out of sync for
 // staleAfter or longer.
 func FuzzFresh(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4}, uint16(60), uint16(600))
@@ -187,7 +187,7 @@ func FuzzFresh(f *testing.F) {
 		if len(got.Problems) != len(problems) {
 			t.Fatalf("%d problems in, %d out", len(problems), len(got.Problems))
 		}
-		anyBehind := false
+		anyOutOfSync := false
 		for i, p := range got.Problems {
 			if p.Since == nil || p.Since.After(now) {
 				t.Fatalf("problem %d since %v", i, p.Since)
@@ -197,10 +197,10 @@ func FuzzFresh(f *testing.F) {
 					t.Fatalf("problem %v lost its since %v", p, q.Since)
 				}
 			}
-			anyBehind = anyBehind || unsynced(p.Reason)
+			anyOutOfSync = anyOutOfSync || outOfSync(p.Reason)
 		}
-		if anyBehind != (got.Since != nil) {
-			t.Fatalf("behind %t but since %v", anyBehind, got.Since)
+		if anyOutOfSync != (got.Since != nil) {
+			t.Fatalf("out of sync %t but since %v", anyOutOfSync, got.Since)
 		}
 		stale := got.Since != nil && now.Sub(got.Since.Time) >= staleAfter
 		if stale != (got.Condition.Reason == v1alpha1.ReasonStale) || stale != (got.Condition.Status == corev1.ConditionFalse) {

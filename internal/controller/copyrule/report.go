@@ -20,7 +20,7 @@ import (
 )
 
 // What a rule reports: its copies' counts and problems, its plan while it
-// only plans, how far behind its copies are, and the drift it repaired.
+// only plans, how long its copies have been out of sync, and the drift it repaired.
 
 // begin remembers the rule's problems and freshness as the reconcile found
 // them, for each report of it to carry on from (Fresh).
@@ -64,14 +64,14 @@ func planned(kind string, actions []Action) []apisv1alpha1.PlannedAction {
 	return out
 }
 
-// fresh records how far behind the rule's copies are, from its problems, and
+// fresh records how long the rule's copies have been out of sync, from its problems, and
 // returns them with their Since: the Fresh condition, outOfSyncSince, the
 // provider's oldest, and a Warning event when the copies went stale.
 func (e *external) fresh(cr *v1alpha1.CopyRule, problems []v1alpha1.CopyProblem) []v1alpha1.CopyProblem {
 	f := Fresh(e.before, problems, e.now(), staleAfter(cr))
 	cr.Status.AtProvider.OutOfSyncSince = f.Since
 	cr.SetConditions(f.Condition)
-	e.behind.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, f.Since, staleAfter(cr))
+	e.outOfSync.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, f.Since, staleAfter(cr))
 	if f.Condition.Reason == v1alpha1.ReasonStale && e.beforeFresh.Reason != v1alpha1.ReasonStale && !e.warnedStale {
 		e.warnedStale = true
 		e.record.Event(cr, event.Warning(reasonStale, errors.New(f.Condition.Message)))

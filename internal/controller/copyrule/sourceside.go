@@ -72,29 +72,33 @@ func checkSources(nss []string, check func(ns string) error) error {
 	return errors.New(strings.Join(out, "; "))
 }
 
+// A sideRef names the config of one side of a cross-cluster rule: its
+// own (spec.providerConfigRef, the target side) or its source's.
+type sideRef struct{ Kind, Name string }
+
 // sideError says on which side of a cross-cluster rule err happened, so
 // that a cluster that is down is named in the Synced condition.
-func sideError(err error, side string, ref *v1alpha1.SourceProviderConfigReference) error {
+func sideError(err error, side string, ref *sideRef) error {
 	if err == nil || ref == nil {
 		return err
 	}
 	return errors.Wrapf(err, "%s cluster (%s %q)", side, ref.Kind, ref.Name)
 }
 
-// targetRef is the rule's spec.providerConfigRef as sideError names it, or
-// nil when the rule is not cross-cluster and errors need no side.
-func targetRef(cr *v1alpha1.CopyRule) *v1alpha1.SourceProviderConfigReference {
+// targetRef is the rule's spec.providerConfigRef, or nil when the rule is
+// not cross-cluster and errors need no side.
+func targetRef(cr *v1alpha1.CopyRule) *sideRef {
 	r := cr.GetProviderConfigReference()
 	if cr.Spec.ForProvider.Source == nil || r == nil {
 		return nil
 	}
-	return &v1alpha1.SourceProviderConfigReference{Kind: r.Kind, Name: r.Name}
+	return &sideRef{Kind: r.Kind, Name: r.Name}
 }
 
 // sourceRef is the rule's source-side config, or nil.
-func sourceRef(cr *v1alpha1.CopyRule) *v1alpha1.SourceProviderConfigReference {
+func sourceRef(cr *v1alpha1.CopyRule) *sideRef {
 	if s := cr.Spec.ForProvider.Source; s != nil {
-		return &s.ProviderConfigRef
+		return &sideRef{Kind: s.ProviderConfigRef.Kind, Name: s.ProviderConfigRef.Name}
 	}
 	return nil
 }
