@@ -75,9 +75,11 @@ func buildDashboard() (dashboard.Dashboard, error) {
 		WithPanel(series("Not Synced by kind", "Exist less Synced, by kind.", "none", 8,
 			query{`sum by (gvk) (crossplane_managed_resource_exists{gvk=~".*clusterops.io.*"} - crossplane_managed_resource_synced)`, "{{gvk}}"})).
 		WithRow(dashboard.NewRowBuilder("Copies and freshness")).
-		WithPanel(series("Oldest unsynced copy", "How long the copy out of sync with its source the longest has been so; 0 while every copy matches. ClusteropsCopiesStale fires beyond staleAfter.", "s", 12,
+		WithPanel(series("Oldest unsynced copy", "How long the copy out of sync with its source the longest has been so; 0 while every copy matches.", "s", 8,
 			query{`max by (instance) ((time() - clusterops_copy_oldest_unsynced_timestamp_seconds) * (clusterops_copy_oldest_unsynced_timestamp_seconds > bool 0))`, "{{instance}}"})).
-		WithPanel(series("Drift repaired", "Objects another writer edited or deleted that the provider repaired, a second, by kind.", "ops", 12,
+		WithPanel(series("Stale CopyRules", "How long each CopyRule's copies have been stale, beyond its own staleAfter: the rules ClusteropsCopiesStale names.", "s", 8,
+			query{`time() - clusterops_copyrule_stale_at_timestamp_seconds > 0`, "{{namespace}}/{{name}}"})).
+		WithPanel(series("Drift repaired", "Objects another writer edited or deleted that the provider repaired, a second, by kind.", "ops", 8,
 			query{`sum by (kind) (rate(clusterops_drift_repaired_total` + rate + `)) or vector(0)`, "{{kind}}"})).
 		WithRow(dashboard.NewRowBuilder("Rollouts and waves")).
 		WithPanel(series("ConfigRollouts", "ConfigRollouts that exist and those Ready: a rollout rolling a wave, halted or held back is not Ready.", "none", 12,

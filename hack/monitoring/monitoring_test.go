@@ -96,15 +96,20 @@ func ruleCases() map[string]ruleCase {
 		return `clusterops_urgent_wait_seconds_bucket{controller="` + copyCtrl + `",le="` + le + `",` + inst + `}`
 	}
 	return map[string]ruleCase{
+		// A rule stale at 60 s (behind since 0 with a staleAfter of a
+		// minute), another stale only at 1200 s (a staleAfter of 20m).
 		"StaleCopy": {alert: "ClusteropsCopiesStale", at: "15m",
-			series: map[string]string{`clusterops_copy_oldest_unsynced_timestamp_seconds{` + inst + `}`: "60x30"},
-			fire: []firing{{labels: map[string]string{"instance": "provider:8080", "job": "provider-clusterops"},
-				description: "The oldest copy out of sync on provider provider:8080 has been behind its source for 14m 0s, beyond 10m. " +
-					"The CopyRules concerned are Fresh=False (reason Stale) and name each copy and why in status.atProvider.problems: kubectl get copyrules -A -o wide."}}},
+			series: map[string]string{
+				`clusterops_copyrule_stale_at_timestamp_seconds{namespace="team-a",name="settings",` + inst + `}`: "60x30",
+				`clusterops_copyrule_stale_at_timestamp_seconds{namespace="team-b",name="slow",` + inst + `}`:     "1200x30",
+			},
+			fire: []firing{{labels: map[string]string{"namespace": "team-a", "name": "settings", "instance": "provider:8080", "job": "provider-clusterops"},
+				description: "CopyRule team-a/settings has copies out of sync with their source for 14m 0s beyond its staleAfter. " +
+					"It is Fresh=False (reason Stale) and names each copy and why in status.atProvider.problems: kubectl get copyrule -n team-a settings -o yaml."}}},
 		"CopyCatchingUp": {alert: "ClusteropsCopiesStale", at: "15m",
-			series: map[string]string{`clusterops_copy_oldest_unsynced_timestamp_seconds{` + inst + `}`: "0x10 600x20"}},
+			series: map[string]string{`clusterops_copyrule_stale_at_timestamp_seconds{namespace="team-a",name="settings",` + inst + `}`: "1200x30"}},
 		"CopiesInSync": {alert: "ClusteropsCopiesStale", at: "15m",
-			series: map[string]string{`clusterops_copy_oldest_unsynced_timestamp_seconds{` + inst + `}`: "0x30"}},
+			series: map[string]string{`clusterops_copyrule_stale_at_timestamp_seconds{namespace="team-a",name="other",` + inst + `}`: "_x30"}},
 
 		"RolloutNotReady": {alert: "ClusteropsRolloutNotReady", at: "20m",
 			series: map[string]string{

@@ -11,11 +11,6 @@ import (
 
 // Config holds the bounds the alerts are generated with.
 type Config struct {
-	// StaleAfter is how long the oldest copy out of sync with its source may
-	// stay so before ClusteropsCopiesStale fires: CopyRule's default
-	// staleAfter, which the provider's freshness gauge cannot tell apart per
-	// rule.
-	StaleAfter time.Duration
 	// ErrorWindow is how long every request to a cluster must have failed
 	// before its API server counts as unreachable.
 	ErrorWindow time.Duration
@@ -26,13 +21,13 @@ type Config struct {
 
 // defaultConfig is what examples/monitoring ships.
 func defaultConfig() Config {
-	return Config{StaleAfter: 10 * time.Minute, ErrorWindow: 2 * time.Minute}
+	return Config{ErrorWindow: 2 * time.Minute}
 }
 
 // e2eConfig is what the e2e tier runs the same rules with, so that an alert
 // fires within seconds of its condition rather than minutes.
 func e2eConfig() Config {
-	return Config{StaleAfter: 10 * time.Second, ErrorWindow: 20 * time.Second, For: 5 * time.Second}
+	return Config{ErrorWindow: 20 * time.Second, For: 5 * time.Second}
 }
 
 // runbookBase is where each alert's runbook section lives.
@@ -48,9 +43,6 @@ type alert struct {
 	// description is a Prometheus template: $labels and $value.
 	description string
 }
-
-// seconds renders d as PromQL seconds.
-func seconds(d time.Duration) string { return fmt.Sprintf("%d", int64(d.Seconds())) }
 
 // promDuration renders d as a PromQL duration.
 func promDuration(d time.Duration) string {
@@ -70,13 +62,14 @@ func alerts(c Config) []alert {
 	return []alert{
 		{
 			name: "ClusteropsCopiesStale",
-			expr: "(time() - clusterops_copy_oldest_unsynced_timestamp_seconds) > " + seconds(c.StaleAfter) +
-				" and clusterops_copy_oldest_unsynced_timestamp_seconds > 0",
+			// Each rule's series says when its copies behind turn stale, by
+			// its own staleAfter; a rule has one only while copies are behind.
+			expr:   "time() - clusterops_copyrule_stale_at_timestamp_seconds > 0",
 			forDur: time.Minute, severity: "warning",
-			summary: "Copies of a CopyRule are stale: out of sync with their source beyond staleAfter.",
-			description: "The oldest copy out of sync on provider {{ $labels.instance }} has been behind its source for " +
-				"{{ $value | humanizeDuration }}, beyond " + promDuration(c.StaleAfter) + ". The CopyRules concerned are Fresh=False " +
-				"(reason Stale) and name each copy and why in status.atProvider.problems: kubectl get copyrules -A -o wide.",
+			summary: "Copies of a CopyRule are stale: out of sync with their source beyond its staleAfter.",
+			description: "CopyRule {{ $labels.namespace }}/{{ $labels.name }} has copies out of sync with their source for " +
+				"{{ $value | humanizeDuration }} beyond its staleAfter. It is Fresh=False (reason Stale) and names each copy and why " +
+				"in status.atProvider.problems: kubectl get copyrule -n {{ $labels.namespace }} {{ $labels.name }} -o yaml.",
 		},
 		{
 			name:   "ClusteropsRolloutNotReady",
