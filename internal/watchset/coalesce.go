@@ -106,7 +106,7 @@ func (s *Set) coalesce(g group) {
 // startShared runs the informer that serves every name watch of g: the whole
 // namespace, stripped by slim like any watch; s.mu is held.
 func (s *Set) startShared(c *target.Cluster, g group) error {
-	r, err := s.inform(c, g.shared(), func(r *running, h happening, objs ...any) { s.route(r, within(g), h, objs...) })
+	r, err := s.inform(c, g.shared(), func(r *running, h Happening, objs ...any) { s.route(r, within(g), h, objs...) })
 	if err != nil {
 		return err
 	}

@@ -22,33 +22,33 @@ func TestConcerned(t *testing.T) {
 	unread := types.NamespacedName{Namespace: "ns", Name: "unread"}
 	cases := map[string]struct {
 		reason string
-		h      happening
+		h      Happening
 		objs   []any
 		want   []notice
 	}{
 		"ListedAsRead": {
 			reason: "A list showing the object as its reader read it tells the reader nothing; the other owner's is routine.",
-			h:      listed, objs: cm("1"),
+			h:      Listed, objs: cm("1"),
 			want: []notice{{owner: unread, listed: true}},
 		},
 		"ListedChangedSinceRead": {
 			reason: "A list showing the object changed since its reader read it is a change to the reader, urgent.",
-			h:      listed, objs: cm("2"),
+			h:      Listed, objs: cm("2"),
 			want: []notice{{owner: readV1}, {owner: unread, listed: true}},
 		},
 		"Changed": {
 			reason: "A change is urgent for every owner that has not read it.",
-			h:      changed, objs: cm("2"),
+			h:      Changed, objs: cm("2"),
 			want: []notice{{owner: readV1}, {owner: unread}},
 		},
 		"ChangedAsRead": {
 			reason: "A change its reader has read already tells the reader nothing.",
-			h:      changed, objs: cm("1"),
+			h:      Changed, objs: cm("1"),
 			want: []notice{{owner: unread}},
 		},
 		"Gone": {
 			reason: "A deletion concerns every owner, whatever it read.",
-			h:      gone, objs: cm("1"),
+			h:      Gone, objs: cm("1"),
 			want: []notice{{owner: readV1}, {owner: unread}},
 		},
 	}

@@ -43,14 +43,14 @@ type running struct {
 }
 
 // notifier hands the events of informer r to the owners they concern.
-type notifier func(r *running, h happening, objs ...any)
+type notifier func(r *running, h Happening, objs ...any)
 
 // start runs the informer of k alone; s.mu is held.
 func (s *Set) start(c *target.Cluster, k key) error {
-	notify := func(_ *running, h happening, objs ...any) { s.notify(k, h, objs...) }
+	notify := func(_ *running, h Happening, objs ...any) { s.notify(k, h, objs...) }
 	g, name, named := k.named()
 	if named {
-		notify = func(r *running, h happening, objs ...any) { s.route(r, fixed(g, name), h, objs...) }
+		notify = func(r *running, h Happening, objs ...any) { s.route(r, fixed(g, name), h, objs...) }
 	}
 	r, err := s.inform(c, k.Watch, notify)
 	if err != nil {
@@ -126,7 +126,7 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify notifier) (*running, err
 		}
 	}
 	r := &running{}
-	r.store, r.ctl = lean(mc, w, indexers, transform, s.handler(c.ID, w, func(h happening, objs ...any) { notify(r, h, objs...) }),
+	r.store, r.ctl = lean(mc, w, indexers, transform, s.handler(c.ID, w, func(h Happening, objs ...any) { notify(r, h, objs...) }),
 		func(_ context.Context, _ *toolscache.Reflector, err error) {
 			// The informer retries with backoff; the managed resource's poll is
 			// the safety net meanwhile.
@@ -146,12 +146,12 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify notifier) (*running, err
 }
 
 // handler turns the informer events of watch w on cluster id into notify's.
-func (s *Set) handler(id string, w Watch, notify func(h happening, objs ...any)) toolscache.ResourceEventHandler {
+func (s *Set) handler(id string, w Watch, notify func(h Happening, objs ...any)) toolscache.ResourceEventHandler {
 	return toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(o any, initial bool) {
-			h := changed
+			h := Changed
 			if initial {
-				h = listed
+				h = Listed
 			}
 			notify(h, o)
 		},
@@ -171,7 +171,7 @@ func (s *Set) handler(id string, w Watch, notify func(h happening, objs ...any))
 			if w.ReadLabels && sameLabelsAndDeletion(was, is) {
 				return
 			}
-			notify(changed, was, is)
+			notify(Changed, was, is)
 		},
 		DeleteFunc: func(o any) {
 			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
@@ -180,7 +180,7 @@ func (s *Set) handler(id string, w Watch, notify func(h happening, objs ...any))
 			// A deletion is nobody's own write: the copy a rule made and
 			// somebody deleted must be made again.
 			s.forgetWrite(key{cluster: id, Watch: w}, o)
-			notify(gone, o)
+			notify(Gone, o)
 		},
 	}
 }

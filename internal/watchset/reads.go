@@ -7,16 +7,18 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
-// happening is what an event tells of an object.
-type happening int
+// A Happening is what a watch event tells of an object. The narrow watches
+// of this package and ConfigRollout's workload watch both rank by it: a
+// Changed object is a change, reconciled at once; a Listed one is routine.
+type Happening int
 
 const (
-	// changed: created or updated while the watch ran.
-	changed happening = iota
-	// listed: there when the watch started (its initial list).
-	listed
-	// gone: deleted.
-	gone
+	// Changed: created or updated while the watch ran.
+	Changed Happening = iota
+	// Listed: there when the watch started (its initial list).
+	Listed
+	// Gone: deleted.
+	Gone
 )
 
 // Read records that owner read the named object of resource on cluster c at

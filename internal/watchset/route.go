@@ -61,7 +61,7 @@ func (s *Set) SetInterest(owner types.NamespacedName, f Interest) {
 }
 
 // notify enqueues every owner of k that objs concern.
-func (s *Set) notify(k key, h happening, objs ...any) {
+func (s *Set) notify(k key, h Happening, objs ...any) {
 	s.mu.Lock()
 	var notices []notice
 	if r, ok := s.watches[k]; ok {
@@ -96,7 +96,7 @@ func within(g group) placer {
 // informer serving a group, narrow or wide, routes alike, so a switch of
 // strategy moves no owner. An object r lists as another informer of a
 // switching family told already is no news (told).
-func (s *Set) route(r *running, place placer, h happening, objs ...any) {
+func (s *Set) route(r *running, place placer, h Happening, objs ...any) {
 	last, ok := asObject(objs[len(objs)-1])
 	if !ok {
 		return
@@ -111,7 +111,7 @@ func (s *Set) route(r *running, place placer, h happening, objs ...any) {
 	s.mu.Lock()
 	var notices []notice
 	for _, v := range values {
-		if h == listed && s.told(r, g, v, last) {
+		if h == Listed && s.told(r, g, v, last) {
 			continue
 		}
 		notices = append(notices, s.concerned(s.values[g][v], g.watch(v), h, objs)...)
@@ -130,20 +130,20 @@ func (s *Set) route(r *running, place placer, h happening, objs ...any) {
 // coalesce into one, whose list then carries a change made in between), and
 // as urgent as any other: ranked with the list, it would wait behind a
 // converging fleet's backlog (TestConcerned).
-func (s *Set) concerned(owners *ownerSet, k key, h happening, objs []any) []notice {
+func (s *Set) concerned(owners *ownerSet, k key, h Happening, objs []any) []notice {
 	out := make([]notice, 0, owners.len())
 	for o := range owners.all() {
-		if !concerns(s.interest[o], k.Watch, objs) || (h != gone && s.isOwnWrite(o, k, objs)) {
+		if !concerns(s.interest[o], k.Watch, objs) || (h != Gone && s.isOwnWrite(o, k, objs)) {
 			continue
 		}
 		read := notRead
-		if h != gone {
+		if h != Gone {
 			read = s.readOf(o, k, objs)
 		}
 		if read == readAsIs {
 			continue
 		}
-		out = append(out, notice{owner: o, listed: h == listed && read == notRead})
+		out = append(out, notice{owner: o, listed: h == Listed && read == notRead})
 	}
 	return out
 }

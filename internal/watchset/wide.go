@@ -149,7 +149,7 @@ func (s *Set) unwiden(fs []family) {
 
 // startWide runs the wide informer of f on cluster c; s.mu is held.
 func (s *Set) startWide(c *target.Cluster, f family) error {
-	r, err := s.inform(c, f.watch(), func(r *running, h happening, objs ...any) { s.route(r, f.place, h, objs...) })
+	r, err := s.inform(c, f.watch(), func(r *running, h Happening, objs ...any) { s.route(r, f.place, h, objs...) })
 	if err != nil {
 		return err
 	}
@@ -295,7 +295,7 @@ func (s *Set) lost(from *running, place placer, to func(key) (*running, bool)) [
 				continue
 			}
 		}
-		out = append(out, s.concerned(owners, k, gone, []any{o})...)
+		out = append(out, s.concerned(owners, k, Gone, []any{o})...)
 	}
 	return out
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/flow"
 	"github.com/clusterops/provider-clusterops/internal/ownwrite"
+	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
 
 // indexWorkloads is the field index of ConfigRollouts by the workloads an
@@ -72,7 +73,7 @@ func ownKey(ns, kind, name string) types.NamespacedName {
 // metadata watch does not carry the template). h says what the event is.
 // Rollouts are read from the cache without copies: only their names and
 // selectors are looked at.
-func referencing(ctx context.Context, c client.Reader, rd *readers, autos *autoRollouts, kind string, o client.Object, h happened) []reconcile.Request {
+func referencing(ctx context.Context, c client.Reader, rd *readers, autos *autoRollouts, kind string, o client.Object, h watchset.Happening) []reconcile.Request {
 	ns := o.GetNamespace()
 	seen := map[string]bool{}
 	var out []reconcile.Request
@@ -105,18 +106,6 @@ func referencing(ctx context.Context, c client.Reader, rd *readers, autos *autoR
 	return out
 }
 
-// happened is what a workload event says of it.
-type happened int
-
-const (
-	// changedWorkload: made or changed since the provider started.
-	changedWorkload happened = iota
-	// listedWorkload: in the watch's first list, as the provider starts.
-	listedWorkload
-	// deletedWorkload: gone.
-	deletedWorkload
-)
-
 // autoReferencing names the automatic rollouts a workload event may concern.
 // With one of them in the namespace it is that one, as cheap as finding out;
 // with more, those whose sources the workload reads, or all when that cannot
@@ -126,10 +115,10 @@ const (
 // in a list of them; reading each workload here, one at a time in the
 // watch's event handler, took 10,000 reads and 90 s to a restart with
 // 10,000 in one namespace.
-func autoReferencing(ctx context.Context, rd *readers, autos *autoRollouts, kind string, o client.Object, h happened, byIndex func(string, ...client.ListOption) []v1alpha1.ConfigRollout) []string {
+func autoReferencing(ctx context.Context, rd *readers, autos *autoRollouts, kind string, o client.Object, h watchset.Happening, byIndex func(string, ...client.ListOption) []v1alpha1.ConfigRollout) []string {
 	var srcs []string
 	ok := false
-	if h == deletedWorkload {
+	if h == watchset.Gone {
 		srcs, ok = rd.forget(kind, o)
 	}
 	only, n := autos.in(o.GetNamespace())
@@ -138,9 +127,9 @@ func autoReferencing(ctx context.Context, rd *readers, autos *autoRollouts, kind
 		return nil
 	case n == 1:
 		return []string{only}
-	case h == listedWorkload:
+	case h == watchset.Listed:
 		return nil
-	case h == changedWorkload:
+	case h == watchset.Changed:
 		var err error
 		srcs, _, err = rd.sources(ctx, kind, o)
 		ok = err == nil
@@ -165,7 +154,7 @@ func selects(s *metav1.LabelSelector, l map[string]string) bool {
 // workloadHandler maps events of one workload kind to the ConfigRollouts they
 // concern, leaving out the rollout whose own write an update is.
 func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers, autos *autoRollouts, own *ownwrite.Filter[types.NamespacedName]) handler.EventHandler {
-	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], skip string, h happened, objs ...client.Object) {
+	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], skip string, h watchset.Happening, objs ...client.Object) {
 		// All of an event's rollouts are found before any is queued: finding
 		// them may read the workload, and a rollout queued for the old
 		// object could start meanwhile and be queued again for the new one.
@@ -189,9 +178,9 @@ func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers
 	return fc.Handler(handler.Funcs{
 		CreateFunc: func(ctx context.Context, e ctrlevent.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			rd.seen(kind, e.Object)
-			h := changedWorkload
+			h := watchset.Changed
 			if e.IsInInitialList {
-				h = listedWorkload
+				h = watchset.Listed
 			}
 			enqueue(ctx, q, "", h, e.Object)
 		},
@@ -211,11 +200,11 @@ func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers
 				n.SetGeneration(e.ObjectOld.GetGeneration())
 			}
 			rd.seen(kind, n)
-			enqueue(ctx, q, w, changedWorkload, e.ObjectOld, n)
+			enqueue(ctx, q, w, watchset.Changed, e.ObjectOld, n)
 		},
 		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			own.Forget(ownKey(e.Object.GetNamespace(), kind, e.Object.GetName()))
-			enqueue(ctx, q, "", deletedWorkload, e.Object)
+			enqueue(ctx, q, "", watchset.Gone, e.Object)
 		},
 	})
 }

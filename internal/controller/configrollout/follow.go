@@ -22,6 +22,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/event"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
 
 // runs works out the hash of the configuration a selected workload's pods
@@ -171,7 +172,7 @@ func watchFollowers(b *builder.Builder, others cache.Cache, c client.Reader, rd 
 					// Gone: nothing follows it any more.
 					continue
 				}
-				for _, r := range referencing(ctx, c, rd, autos, kind, m, changedWorkload) {
+				for _, r := range referencing(ctx, c, rd, autos, kind, m, watchset.Changed) {
 					if !queued[r.Name] {
 						queued[r.Name] = true
 						q.Add(r)

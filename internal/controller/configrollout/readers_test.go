@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
 
 // A workload event reaches the rollouts that name it, hold its lock or
@@ -140,12 +141,12 @@ func TestReferencing(t *testing.T) {
 			for i, call := range tc.calls {
 				before := reads
 				var got []string
-				h := changedWorkload
+				h := watchset.Changed
 				switch {
 				case call.deleted:
-					h = deletedWorkload
+					h = watchset.Gone
 				case call.listed:
-					h = listedWorkload
+					h = watchset.Listed
 				}
 				for _, r := range referencing(context.Background(), c, rd, autos, KindDeployment, call.o, h) {
 					got = append(got, r.Name)
