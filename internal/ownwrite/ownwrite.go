@@ -81,6 +81,20 @@ func (w Write) mayBeUnsure(e Event) bool {
 	return !w.create && w.from == "" && e.Old != "" && e.New != "" && e.New != e.Old
 }
 
+// A Key names an object on the provider's own cluster that a controller
+// writes, as a Filter remembers its writes: AppBundle's Deployments, claims
+// and Services, ConfigRollout's workloads. The narrow watches of
+// internal/watchset key theirs by cluster and resource as well.
+type Key struct{ Kind, Namespace, Name string }
+
+// KeyOf is the Key of o, an object of kind.
+func KeyOf(kind string, o interface {
+	GetNamespace() string
+	GetName() string
+}) Key {
+	return Key{Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName()}
+}
+
 // A Filter remembers owners' writes to objects named by keys K until their
 // events come. It is safe for concurrent use; a nil Filter remembers nothing.
 type Filter[K comparable] struct {

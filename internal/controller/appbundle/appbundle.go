@@ -55,7 +55,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	if err := mgr.Add(objects); err != nil {
 		return errors.Wrap(err, "cannot add the cache of the AppBundles' objects")
 	}
-	own := ownwrite.New[ownKey]()
+	own := ownwrite.New[ownwrite.Key]()
 	dr, err := drift.NewReporter(o.Metrics)
 	if err != nil {
 		return err
@@ -93,7 +93,7 @@ type external struct {
 	cache client.Reader
 	// own remembers the provider's writes of the objects the cache holds;
 	// nil on another cluster.
-	own *ownwrite.Filter[ownKey]
+	own *ownwrite.Filter[ownwrite.Key]
 	// read are Observe's reads from the API server not yet used again, by
 	// kind and name (nil: not found). The client lives for one reconcile:
 	// Observe's reads of a bundle to create serve Create's, milliseconds
@@ -426,7 +426,7 @@ func (e *external) applyObject(ctx context.Context, ab *v1alpha1.AppBundle, kind
 	if create {
 		w = ownwrite.Create()
 	}
-	done := e.own.Writing(client.ObjectKeyFromObject(ab), keyOf(kind, into), w)
+	done := e.own.Writing(client.ObjectKeyFromObject(ab), ownwrite.KeyOf(kind, into), w)
 	err := e.cluster.Client.Apply(ctx, ac, client.FieldOwner(FieldManager), client.ForceOwnership)
 	if err == nil {
 		// Apply answers into ac: the object as stored, status included.
@@ -437,7 +437,7 @@ func (e *external) applyObject(ctx context.Context, ab *v1alpha1.AppBundle, kind
 
 // patch writes o with p, as a write of ab's own that e.own notes.
 func (e *external) patch(ctx context.Context, ab *v1alpha1.AppBundle, kind string, o client.Object, p client.Patch) error {
-	done := e.own.Writing(client.ObjectKeyFromObject(ab), keyOf(kind, o), ownwrite.Patch())
+	done := e.own.Writing(client.ObjectKeyFromObject(ab), ownwrite.KeyOf(kind, o), ownwrite.Patch())
 	err := e.cluster.Client.Patch(ctx, o, p, client.FieldOwner(FieldManager))
 	return wrote(done, kind, o, err)
 }

@@ -74,7 +74,7 @@ const (
 // sources are the watches of an AppBundle's objects in c: each event of one
 // that concerns the bundle (changed says which updates do) and is not the
 // bundle's own write reconciles the bundle named by its LabelOwner.
-func sources(c cache.Cache, own *ownwrite.Filter[ownKey], h handler.EventHandler) []source.Source {
+func sources(c cache.Cache, own *ownwrite.Filter[ownwrite.Key], h handler.EventHandler) []source.Source {
 	return []source.Source{
 		source.Kind(c, client.Object(&appsv1.Deployment{}), h, changes(own, kindDeployment, deploymentChanged)),
 		source.Kind(c, client.Object(&corev1.PersistentVolumeClaim{}), h, changes(own, kindClaim, claimChanged)),
@@ -87,15 +87,15 @@ func sources(c cache.Cache, own *ownwrite.Filter[ownKey], h handler.EventHandler
 // concern it, and every deletion. The event of a bundle's own write does not
 // reconcile it again: the reconcile that wrote the object judged the bundle
 // by the object as the API server answered.
-func changes[T client.Object](own *ownwrite.Filter[ownKey], kind string, changed func(old, cur T) bool) predicate.Predicate {
+func changes[T client.Object](own *ownwrite.Filter[ownwrite.Key], kind string, changed func(old, cur T) bool) predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(e ctrlevent.CreateEvent) bool {
-			_, mine := own.Heard(keyOf(kind, e.Object), ownwrite.Event{New: e.Object.GetResourceVersion()})
+			_, mine := own.Heard(ownwrite.KeyOf(kind, e.Object), ownwrite.Event{New: e.Object.GetResourceVersion()})
 			return !mine
 		},
 		UpdateFunc: func(e ctrlevent.UpdateEvent) bool {
 			ev := ownwrite.Event{Old: e.ObjectOld.GetResourceVersion(), New: e.ObjectNew.GetResourceVersion()}
-			if _, mine := own.Heard(keyOf(kind, e.ObjectNew), ev); mine {
+			if _, mine := own.Heard(ownwrite.KeyOf(kind, e.ObjectNew), ev); mine {
 				return false
 			}
 			o, okOld := e.ObjectOld.(T)
@@ -103,17 +103,10 @@ func changes[T client.Object](own *ownwrite.Filter[ownKey], kind string, changed
 			return !okOld || !okNew || changed(o, n)
 		},
 		DeleteFunc: func(e ctrlevent.DeleteEvent) bool {
-			own.Forget(keyOf(kind, e.Object))
+			own.Forget(ownwrite.KeyOf(kind, e.Object))
 			return true
 		},
 		GenericFunc: func(ctrlevent.GenericEvent) bool { return true },
 	}
 }
 
-// ownKey names an object an AppBundle makes, as its own writes are
-// remembered.
-type ownKey struct{ kind, namespace, name string }
-
-func keyOf(kind string, o client.Object) ownKey {
-	return ownKey{kind: kind, namespace: o.GetNamespace(), name: o.GetName()}
-}

@@ -31,12 +31,12 @@ import (
 var bundleKey = types.NamespacedName{Namespace: "apps", Name: "web"}
 
 func TestChanges(t *testing.T) {
-	w := ownwrite.New[ownKey]()
+	w := ownwrite.New[ownwrite.Key]()
 	p := changes(w, kindDeployment, deploymentChanged)
 	ready := deployment(1, 1, corev1.ConditionTrue)
 	written := ready.DeepCopy()
 	written.Generation, written.ResourceVersion = 2, "2"
-	w.Writing(bundleKey, keyOf(kindDeployment, written), ownwrite.Patch())(written.ResourceVersion, nil)
+	w.Writing(bundleKey, ownwrite.KeyOf(kindDeployment, written), ownwrite.Patch())(written.ResourceVersion, nil)
 
 	if p.Update(ctrlevent.UpdateEvent{ObjectOld: ready, ObjectNew: written}) {
 		t.Errorf("the provider's own write of a new generation reconciles its AppBundle")
@@ -54,7 +54,7 @@ func TestChanges(t *testing.T) {
 	if !p.Create(ctrlevent.CreateEvent{Object: churn}) {
 		t.Errorf("a Deployment the provider did not create does not reconcile its AppBundle")
 	}
-	w.Writing(bundleKey, keyOf(kindDeployment, churn), ownwrite.Patch())(churn.ResourceVersion, nil)
+	w.Writing(bundleKey, ownwrite.KeyOf(kindDeployment, churn), ownwrite.Patch())(churn.ResourceVersion, nil)
 	if !p.Delete(ctrlevent.DeleteEvent{Object: churn}) || w.Len() != 0 {
 		t.Errorf("a deletion does not reconcile the AppBundle, or its writes are still remembered (%d)", w.Len())
 	}
@@ -63,7 +63,7 @@ func TestChanges(t *testing.T) {
 	// answer, is the bundle's own.
 	created := deployment(1, 0, corev1.ConditionFalse)
 	created.ResourceVersion = "5"
-	done := w.Writing(bundleKey, keyOf(kindDeployment, created), ownwrite.Create())
+	done := w.Writing(bundleKey, ownwrite.KeyOf(kindDeployment, created), ownwrite.Create())
 	if p.Create(ctrlevent.CreateEvent{Object: created}) {
 		t.Errorf("the creation event of the provider's create in flight reconciles its AppBundle")
 	}
@@ -77,11 +77,11 @@ func TestChanges(t *testing.T) {
 // updated their Deployment), fails the reconcile, which is retried: the
 // bundle must see what it missed.
 func TestWroteReportsAMiss(t *testing.T) {
-	w := ownwrite.New[ownKey]()
+	w := ownwrite.New[ownwrite.Key]()
 	p := changes(w, kindDeployment, deploymentChanged)
 	theirs := deployment(1, 0, corev1.ConditionFalse)
 	theirs.ResourceVersion = "5"
-	done := w.Writing(bundleKey, keyOf(kindDeployment, theirs), ownwrite.Create())
+	done := w.Writing(bundleKey, ownwrite.KeyOf(kindDeployment, theirs), ownwrite.Create())
 	if p.Create(ctrlevent.CreateEvent{Object: theirs}) {
 		t.Fatal("the creation event during the bundle's create reconciles it")
 	}
@@ -237,7 +237,7 @@ func TestUpdateJudgesReadinessByWhatItWrote(t *testing.T) {
 	bundle := ab()
 	bundle.SetConditions(xpv2.Available())
 	api := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(made(t, bundle)[1]).Build()
-	own := ownwrite.New[ownKey]()
+	own := ownwrite.New[ownwrite.Key]()
 	e := &external{cluster: &target.Cluster{Client: api, Local: true}, record: event.NewNopRecorder(), own: own}
 
 	// The Deployment was deleted: Update makes a new one, not yet Available.
@@ -251,7 +251,7 @@ func TestUpdateJudgesReadinessByWhatItWrote(t *testing.T) {
 	if err := api.Get(context.Background(), client.ObjectKey{Namespace: "apps", Name: "web"}, d); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := own.Heard(keyOf(kindDeployment, d), ownwrite.Event{New: d.ResourceVersion}); !ok {
+	if _, ok := own.Heard(ownwrite.KeyOf(kindDeployment, d), ownwrite.Event{New: d.ResourceVersion}); !ok {
 		t.Errorf("the Deployment Update wrote is not remembered as the provider's own write")
 	}
 }

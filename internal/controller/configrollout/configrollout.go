@@ -104,7 +104,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	if err != nil {
 		return err
 	}
-	own := ownwrite.New[types.NamespacedName]()
+	own := ownwrite.New[ownwrite.Key]()
 	wait := newWaiters()
 	rd := newReaders(mgr.GetAPIReader())
 	autos := newAutoRollouts()
@@ -175,7 +175,7 @@ type external struct {
 	record  event.Recorder
 	now     func() time.Time
 	watches *watchset.Set
-	own     *ownwrite.Filter[types.NamespacedName]
+	own     *ownwrite.Filter[ownwrite.Key]
 	// status writes the rollout's status at the resourceVersion it carries,
 	// on the provider's own cluster: how a wave is recorded before its
 	// workloads are rolled (intend); nil in unit tests.
@@ -449,11 +449,11 @@ func (e *external) apply(ctx context.Context, cr *v1alpha1.ConfigRollout, kind, 
 	// of this write to be told apart. An apply has no precondition, so only
 	// its answer tells its event (ownwrite): an event before the answer is
 	// taken Unsure, and a miss queues the rollout again (writer).
-	var own *ownwrite.Filter[types.NamespacedName]
+	var own *ownwrite.Filter[ownwrite.Key]
 	if e.cluster.Local {
 		own = e.own
 	}
-	done := own.Writing(client.ObjectKeyFromObject(cr), ownKey(cr.GetNamespace(), kind, name), ownwrite.Patch())
+	done := own.Writing(client.ObjectKeyFromObject(cr), ownwrite.Key{Kind: kind, Namespace: cr.GetNamespace(), Name: name}, ownwrite.Patch())
 	err := e.cluster.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(fieldManager(cr)), client.ForceOwnership)
 	_ = done(u.GetResourceVersion(), err)
 	return resource.IgnoreNotFound(err)

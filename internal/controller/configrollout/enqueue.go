@@ -59,10 +59,9 @@ func indexValues(o client.Object) []string {
 
 func workloadKey(kind, name string) string { return kind + "/" + name }
 
-// ownKey names a workload, as the ConfigRollouts' own writes to it are
-// remembered (ownwrite): its "Kind/name" in its namespace. The event of a
-// rollout's write does not reconcile that rollout: it already knows.
-func ownKey(ns, kind, name string) types.NamespacedName {
+// readerKey names a workload as readers keeps it: its "Kind/name" in its
+// namespace.
+func readerKey(ns, kind, name string) types.NamespacedName {
 	return types.NamespacedName{Namespace: ns, Name: workloadKey(kind, name)}
 }
 
@@ -153,7 +152,7 @@ func selects(s *metav1.LabelSelector, l map[string]string) bool {
 
 // workloadHandler maps events of one workload kind to the ConfigRollouts they
 // concern, leaving out the rollout whose own write an update is.
-func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers, autos *autoRollouts, own *ownwrite.Filter[types.NamespacedName]) handler.EventHandler {
+func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers, autos *autoRollouts, own *ownwrite.Filter[ownwrite.Key]) handler.EventHandler {
 	enqueue := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], skip string, h watchset.Happening, objs ...client.Object) {
 		// All of an event's rollouts are found before any is queued: finding
 		// them may read the workload, and a rollout queued for the old
@@ -203,7 +202,7 @@ func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers
 			enqueue(ctx, q, w, watchset.Changed, e.ObjectOld, n)
 		},
 		DeleteFunc: func(ctx context.Context, e ctrlevent.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			own.Forget(ownKey(e.Object.GetNamespace(), kind, e.Object.GetName()))
+			own.Forget(ownwrite.KeyOf(kind, e.Object))
 			enqueue(ctx, q, "", watchset.Gone, e.Object)
 		},
 	})
@@ -215,17 +214,17 @@ func workloadHandler(fc *flow.Control, kind string, c client.Reader, rd *readers
 // A roll is an apply, which has no precondition: its event that comes before
 // its answer is taken Unsure, and only the writer is left out for it; the
 // writer is queued (later) if the answer shows the event was somebody else's.
-func writer(own *ownwrite.Filter[types.NamespacedName], kind string, e ctrlevent.UpdateEvent, later func(types.NamespacedName)) (string, ownwrite.Hearing) {
+func writer(own *ownwrite.Filter[ownwrite.Key], kind string, e ctrlevent.UpdateEvent, later func(types.NamespacedName)) (string, ownwrite.Hearing) {
 	o := e.ObjectNew
 	ev := ownwrite.Event{Old: e.ObjectOld.GetResourceVersion(), New: o.GetResourceVersion()}
-	r, h := own.Await(ownKey(o.GetNamespace(), kind, o.GetName()), ev, later)
+	r, h := own.Await(ownwrite.KeyOf(kind, o), ev, later)
 	return r.Name, h
 }
 
 // watchWorkloads watches every workload kind as metadata only: a new, deleted
 // or re-templated workload matters, and so does a released lock (an
 // annotation); status churn does not.
-func watchWorkloads(fc *flow.Control, b *builder.Builder, c client.Reader, rd *readers, autos *autoRollouts, own *ownwrite.Filter[types.NamespacedName]) *builder.Builder {
+func watchWorkloads(fc *flow.Control, b *builder.Builder, c client.Reader, rd *readers, autos *autoRollouts, own *ownwrite.Filter[ownwrite.Key]) *builder.Builder {
 	for _, kind := range Kinds {
 		m := &metav1.PartialObjectMetadata{}
 		m.SetGroupVersionKind(GroupVersionKind(kind))

@@ -102,7 +102,7 @@ func newReaders(api client.Reader) *readers {
 // call read it, nil when it read nothing of its own (known, or read by a
 // call it joined): the caller may use it instead of reading it again.
 func (r *readers) sources(ctx context.Context, kind string, o client.Object) (srcs []string, read client.Object, err error) {
-	k := ownKey(o.GetNamespace(), kind, o.GetName())
+	k := readerKey(o.GetNamespace(), kind, o.GetName())
 	if at, ok := r.known(k, o.GetGeneration()); ok {
 		return at.sources, nil, nil
 	}
@@ -191,7 +191,7 @@ func (r *readers) seen(kind string, o client.Object) {
 }
 
 func (r *readers) noteLocked(s *space, kind string, o client.Object) {
-	k := ownKey(o.GetNamespace(), kind, o.GetName())
+	k := readerKey(o.GetNamespace(), kind, o.GetName())
 	if at, ok := r.by[k]; ok && at.generation >= o.GetGeneration() {
 		return
 	}
@@ -285,7 +285,7 @@ type fetched struct {
 // learn records what workload o of kind, whose pod template is tmpl, reads
 // at o's generation, unless a later generation is known, and returns it.
 func (r *readers) learn(kind string, o client.Object, tmpl *corev1.PodTemplateSpec) readAt {
-	k := ownKey(o.GetNamespace(), kind, o.GetName())
+	k := readerKey(o.GetNamespace(), kind, o.GetName())
 	at := readAt{generation: o.GetGeneration(), sources: readSources(References(&tmpl.Spec))}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -320,7 +320,7 @@ func (r *readers) unindexLocked(k types.NamespacedName, srcs []string) {
 
 // forget drops what is known of a deleted workload and returns it.
 func (r *readers) forget(kind string, o client.Object) ([]string, bool) {
-	k := ownKey(o.GetNamespace(), kind, o.GetName())
+	k := readerKey(o.GetNamespace(), kind, o.GetName())
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	at, ok := r.by[k]
