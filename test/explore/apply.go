@@ -9,6 +9,7 @@ import (
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -24,17 +25,23 @@ import (
 // deleted, before it is created again.
 const goneTimeout = 60 * time.Second
 
-// State is what the oracles need to know of what a sequence did: each
-// ConfigRollout's changes since setup, which rules are deleted, each
+// State is what the oracles need to know of what a sequence did: the model
+// of the ops applied, each ConfigRollout's changes since setup, each
 // Deployment's generation at setup and how far the explorer's own writes
-// raised it since.
+// raised it since, the freezes, and the ImmortalContainer's pods.
 type State struct {
 	World    World
 	Fleet    *Fleet
 	Changes  [targets]int
-	Deleted  [targets]bool
 	SetupGen [targets]int64
 	Bumps    [targets]int64
+	m        *model
+	cs       kubernetes.Interface
+	frozen   []*freeze
+	own      []ownWrite
+	pods     *podLog
+	// logf logs to the sequence's test.
+	logf func(format string, args ...any)
 }
 
 // Apply runs op against the world and the fleet.
@@ -42,9 +49,9 @@ func (s *State) Apply(ctx context.Context, op Op) error {
 	w := s.World
 	switch op.Type {
 	case OpChangeSource:
-		return setData(ctx, w.c, configMap(w.Source(), conf(op.J), ""), op.Value)
+		return s.setData(ctx, configMap(w.Source(), conf(op.J), ""), op.Value)
 	case OpChangeLocal:
-		if err := setData(ctx, w.c, configMap(w.Target(op.J), local, ""), op.Value); err != nil {
+		if err := s.setData(ctx, configMap(w.Target(op.J), local, ""), op.Value); err != nil {
 			return err
 		}
 		s.Changes[op.J]++
@@ -52,16 +59,21 @@ func (s *State) Apply(ctx context.Context, op Op) error {
 	case OpReplace:
 		return s.replace(ctx, op.J)
 	case OpDeleteCopy:
-		return client.IgnoreNotFound(w.c.Delete(ctx, configMap(w.Target(op.T), conf(op.J), "")))
+		return s.delete(ctx, configMap(w.Target(op.T), conf(op.J), ""))
 	case OpEditCopy:
-		return client.IgnoreNotFound(setData(ctx, w.c, configMap(w.Target(op.T), conf(op.J), ""), op.Value))
+		return client.IgnoreNotFound(s.setData(ctx, configMap(w.Target(op.T), conf(op.J), ""), op.Value))
 	case OpDeleteRule:
-		s.Deleted[op.J] = true
-		return client.IgnoreNotFound(w.c.Delete(ctx, w.Rule(op.J)))
+		return s.delete(ctx, w.Rule(op.J))
 	case OpCreateRule:
-		return s.createRule(ctx, op.J)
+		return s.recreate(ctx, w.Rule(op.J), &copyv1alpha1.CopyRule{})
 	case OpPin:
 		return s.pin(ctx, op)
+	}
+	if err, ok := s.applyWorkload(ctx, op); ok {
+		return err
+	}
+	if err, ok := s.applyReach(ctx, op); ok {
+		return err
 	}
 	return s.applyFleet(ctx, op)
 }
@@ -101,7 +113,7 @@ func (s *State) replace(ctx context.Context, j int) error {
 	d.SetNamespace(s.World.Target(j))
 	d.SetName(web(j))
 	var read int64
-	err := update(ctx, s.World.c, d, func() {
+	err := s.update(ctx, d, func() {
 		read = d.Generation
 		delete(d.Annotations, configrollout.AnnotationLock)
 	})
@@ -112,22 +124,22 @@ func (s *State) replace(ctx context.Context, j int) error {
 	return nil
 }
 
-// createRule waits until the deleted rule-j is gone, its finalizer having
-// deleted its copies, and creates it again.
-func (s *State) createRule(ctx context.Context, j int) error {
-	r := s.World.Rule(j)
+// recreate waits until the deleted managed resource mg is gone, its
+// finalizer having cleaned up, and creates it again; read receives reads.
+func (s *State) recreate(ctx context.Context, mg, read client.Object) error {
+	if err := s.gone(ctx, mg, read); err != nil {
+		return err
+	}
+	return errors.Wrapf(s.World.c.Create(ctx, mg), "cannot create %s %s/%s again", kindOf(mg), mg.GetNamespace(), mg.GetName())
+}
+
+// gone waits until o is gone.
+func (s *State) gone(ctx context.Context, o, read client.Object) error {
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, goneTimeout, true, func(ctx context.Context) (bool, error) {
-		err := s.World.c.Get(ctx, client.ObjectKeyFromObject(r), &copyv1alpha1.CopyRule{})
+		err := s.World.c.Get(ctx, client.ObjectKeyFromObject(o), read)
 		return kerrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
-	if err != nil {
-		return errors.Wrapf(err, "deleted rule %s was not gone within %s", r.Name, goneTimeout)
-	}
-	if err := s.World.c.Create(ctx, r); err != nil {
-		return errors.Wrapf(err, "cannot create rule %s again", r.Name)
-	}
-	s.Deleted[j] = false
-	return nil
+	return errors.Wrapf(err, "deleted %T %s/%s was not gone within %s", o, o.GetNamespace(), o.GetName(), goneTimeout)
 }
 
 // pin labels a managed resource with a shard by hand: a pin, which the
@@ -146,7 +158,7 @@ func (s *State) pin(ctx context.Context, op Op) error {
 	}
 	mg.SetNamespace(key.Namespace)
 	mg.SetName(key.Name)
-	err := update(ctx, w.c, mg, func() {
+	err := s.update(ctx, mg, func() {
 		ls := mg.GetLabels()
 		if ls == nil {
 			ls = map[string]string{}
@@ -160,17 +172,32 @@ func (s *State) pin(ctx context.Context, op Op) error {
 }
 
 // setData sets a ConfigMap's data to value.
-func setData(ctx context.Context, c client.Client, cm *corev1.ConfigMap, value string) error {
-	return update(ctx, c, cm, func() { cm.Data = map[string]string{dataKey: value} })
+func (s *State) setData(ctx context.Context, cm *corev1.ConfigMap, value string) error {
+	return s.update(ctx, cm, func() { cm.Data = map[string]string{dataKey: value} })
 }
 
-// update reads o, mutates it and updates it, again on a conflict.
-func update(ctx context.Context, c client.Client, o client.Object, mutate func()) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+// update reads o, mutates it and updates it, again on a conflict, and
+// records the write as the explorer's.
+func (s *State) update(ctx context.Context, o client.Object, mutate func()) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := s.World.c.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
 			return err
 		}
 		mutate()
-		return c.Update(ctx, o)
+		return s.World.c.Update(ctx, o)
 	})
+	if err == nil {
+		s.wrote(o)
+	}
+	return err
+}
+
+// delete deletes o, gone already or not, and records the deletion as the
+// explorer's.
+func (s *State) delete(ctx context.Context, o client.Object) error {
+	err := client.IgnoreNotFound(s.World.c.Delete(ctx, o))
+	if err == nil {
+		s.removed(o)
+	}
+	return err
 }

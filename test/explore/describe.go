@@ -13,7 +13,9 @@ import (
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
+	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/copyrule"
 	"github.com/clusterops/provider-clusterops/internal/provider"
 	"github.com/clusterops/provider-clusterops/internal/shard"
@@ -45,15 +47,26 @@ func (s *State) Describe(ctx context.Context) string {
 			c := mg.GetCondition(ct)
 			fmt.Fprintf(&b, " %s=%s %s %q;", ct, c.Status, c.Reason, c.Message)
 		}
-		if r, ok := mg.(*copyv1alpha1.CopyRule); ok {
-			o := r.Status.AtProvider
+		switch v := mg.(type) {
+		case *copyv1alpha1.CopyRule:
+			o := v.Status.AtProvider
 			fmt.Fprintf(&b, " copies %q, in sync %d of %d, problems %+v", o.Copies, o.CopiesInSync, o.IntendedCopies, o.Problems)
+		case *chaosv1alpha1.ChaosAgent:
+			o := v.Status.AtProvider
+			c := v.GetCondition(chaosv1alpha1.TypeActing)
+			fmt.Fprintf(&b, " Acting=%s %s %q; rounds %d, last %q, killed %d, scaled %d, rewritten %d, targets %v, stopped %v, actions %+v",
+				c.Status, c.Reason, c.Message, o.RoundsRun, o.LastRoundSummary, o.PodsKilled, o.DeploymentsScaled, o.ConfigMapsRewritten, o.TargetNamespaces, o.StoppedNamespaces, o.RecentActions)
+		case *workloadv1alpha1.ImmortalContainer:
+			o := v.Status.AtProvider
+			fmt.Fprintf(&b, " pod %s %s, startTimes %d, restarts %d, quickEnds %d, next restart %v", o.CurrentPod, o.PodUID, o.StartTimes, o.Restarts, o.QuickEnds, o.NextRestartTime)
+		case *workloadv1alpha1.AppBundle:
+			fmt.Fprintf(&b, " image %s, service %q, recent drift %+v", v.Spec.ForProvider.Image, v.Spec.ForProvider.Service, v.Status.AtProvider.RecentDrift)
 		}
 	}
 	cms := &corev1.ConfigMapList{}
 	if err := s.World.c.List(ctx, cms, client.HasLabels{copyrule.LabelRuleUID}); err == nil {
 		for _, cm := range cms.Items {
-			if !strings.Contains(cm.Namespace, fmt.Sprintf("-%d-", s.World.Seed)) {
+			if !strings.HasPrefix(cm.Namespace, "team-"+s.World.id()+"-") {
 				continue
 			}
 			fmt.Fprintf(&b, "\ncopy %s/%s rv %s created %s labels %v annotations %v data %v", cm.Namespace, cm.Name, cm.ResourceVersion, cm.CreationTimestamp.Format("15:04:05.000"), cm.Labels, cm.Annotations, cm.Data)

@@ -103,6 +103,9 @@ type named struct {
 func sequences() ([]named, error) {
 	if path := os.Getenv("EXPLORE_REPLAY"); path != "" {
 		s, err := ReadSequence(path)
+		if err == nil {
+			err = s.Check()
+		}
 		return []named{{"replay/" + filepath.Base(path), s}}, err
 	}
 	var out []named
@@ -116,6 +119,9 @@ func sequences() ([]named, error) {
 			break
 		}
 		s, err := ReadSequence(f)
+		if err == nil {
+			err = s.Check()
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -23,6 +24,7 @@ const stopTimeout = 60 * time.Second
 // A replica is the provider running in-process as one sharded replica.
 type replica struct {
 	id     string
+	p      *provider.Provider
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -30,13 +32,17 @@ type replica struct {
 // A Fleet is a sequence's live replicas, in the order they started: an op's
 // Replica indexes it.
 type Fleet struct {
-	cfg      *rest.Config
+	cfg *rest.Config
+	// prefix goes before every identity: runs of one seed in one API
+	// server share no identity, so none takes a Lease an earlier run held.
+	prefix   string
 	replicas []*replica
 }
 
 // Start starts a replica named id, as a replica of its own would run:
 // sharded over 4 shards on short Leases, with its own metrics registry.
 func (f *Fleet) Start(id string) error {
+	id = f.prefix + id
 	o := testenv.ProviderOptions(f.cfg, time.Hour, 50)
 	o.Shards, o.Identity, o.SkipNameValidation = shards, id, true
 	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
@@ -53,7 +59,7 @@ func (f *Fleet) Start(id string) error {
 		return errors.Wrapf(err, "cannot build replica %s", id)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &replica{id: id, cancel: cancel, done: make(chan error, 1)}
+	r := &replica{id: id, p: p, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- p.Start(ctx) }()
 	f.replicas = append(f.replicas, r)
 	return nil
@@ -84,6 +90,16 @@ func (f *Fleet) StopAll() error {
 		}
 	}
 	return first
+}
+
+// Caches are the live replicas' managers' caches: what each replica's
+// reconciles read their configs from.
+func (f *Fleet) Caches() []client.Reader {
+	out := make([]client.Reader, 0, len(f.replicas))
+	for _, r := range f.replicas {
+		out = append(out, r.p.Manager.GetCache())
+	}
+	return out
 }
 
 // IDs are the live replicas' identities.

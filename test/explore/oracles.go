@@ -15,15 +15,18 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
+	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
+	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
 	"github.com/clusterops/provider-clusterops/internal/controller/copyrule"
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
-// Denied are the namespaces the default ClusterProviderConfig keeps out of
-// reach, whatever their labels: no copy is ever written there.
+// Denied are the namespaces every world's ClusterProviderConfig keeps out
+// of reach, whatever their labels: no copy is ever written there.
 func Denied() []string {
 	return []string{"kube-system", "kube-public", "kube-node-lease", testenv.ProviderNamespace}
 }
@@ -39,6 +42,7 @@ func safety() []oracle {
 	return []oracle{
 		{"no copy in a denied namespace", noCopyDenied},
 		{"no roll without a change", rollsBounded},
+		{"nothing written where writes are frozen", nothingWrittenFrozen},
 	}
 }
 
@@ -49,6 +53,9 @@ func liveness() []oracle {
 		{"every copy equals its source", copiesEqual},
 		{"a deleted rule's copies are gone", deletedGone},
 		{"every Deployment runs its ConfigMap's latest change", rolledToLatest},
+		{"an AppBundle's objects match its spec", bundleMatches},
+		{"an ImmortalContainer has one pod and counts its starts", immortalOne},
+		{"a deleted workload resource is gone, and what it made", workloadGone},
 		{"every managed resource is Synced and Ready", managedReady},
 	}
 }
@@ -126,19 +133,20 @@ func sameAs(ctx context.Context, c client.Client, src *corev1.ConfigMap, ns, nam
 
 // copiesEqual: every live rule's copy in every target equals its source,
 // and the allNamespaces rule's copy in every namespace of the world but its
-// source's does too.
+// source's does too. A rule under Observe, a denied namespace and the flux
+// namespace while it is gone are left out.
 func copiesEqual(ctx context.Context, s *State) error {
 	w, c := s.World, s.World.c
 	for j := range targets {
-		if s.Deleted[j] {
+		if s.m.deleted[j] || s.m.observes(KindCopyRule, j) {
 			continue
 		}
 		src, _, err := getData(ctx, c, w.Source(), conf(j))
 		if err != nil || src == nil {
 			return errors.Errorf("source %s: %v", conf(j), err)
 		}
-		for t := range targets {
-			if err := sameAs(ctx, c, src, w.Target(t), conf(j)); err != nil {
+		for _, ns := range s.copyTargets() {
+			if err := sameAs(ctx, c, src, ns, conf(j)); err != nil {
 				return err
 			}
 		}
@@ -148,7 +156,7 @@ func copiesEqual(ctx context.Context, s *State) error {
 		return errors.Errorf("source %s: %v", w.Everywhere(), err)
 	}
 	for _, ns := range w.Namespaces() {
-		if ns == w.AllSource() {
+		if ns == w.AllSource() || s.denies(ns) || (ns == w.Flux() && s.m.fluxGone) {
 			continue
 		}
 		if err := sameAs(ctx, c, src, ns, w.Everywhere()); err != nil {
@@ -158,20 +166,35 @@ func copiesEqual(ctx context.Context, s *State) error {
 	return nil
 }
 
+// copyTargets are rule-j's targets that must hold its copy: those not
+// denied, and the flux namespace while it exists.
+func (s *State) copyTargets() []string {
+	var out []string
+	for t := range targets {
+		if !s.m.denied[t] {
+			out = append(out, s.World.Target(t))
+		}
+	}
+	if !s.m.fluxGone {
+		out = append(out, s.World.Flux())
+	}
+	return out
+}
+
 // deletedGone: a deleted rule is gone, and so are its copies.
 func deletedGone(ctx context.Context, s *State) error {
 	w := s.World
 	for j := range targets {
-		if !s.Deleted[j] {
+		if !s.m.deleted[j] {
 			continue
 		}
 		err := w.c.Get(ctx, client.ObjectKeyFromObject(w.Rule(j)), w.Rule(j))
 		if !kerrors.IsNotFound(err) {
 			return errors.Errorf("deleted rule %s is still there (%v)", rule(j), err)
 		}
-		for t := range targets {
-			if _, ok, err := getData(ctx, w.c, w.Target(t), conf(j)); ok || err != nil {
-				return errors.Errorf("copy %s/%s of deleted rule %s is still there (%v)", w.Target(t), conf(j), rule(j), err)
+		for _, ns := range append(w.targetNamespaces(), w.Flux()) {
+			if _, ok, err := getData(ctx, w.c, ns, conf(j)); ok || err != nil {
+				return errors.Errorf("copy %s/%s of deleted rule %s is still there (%v)", ns, conf(j), rule(j), err)
 			}
 		}
 	}
@@ -189,7 +212,7 @@ func wantHash(cm *corev1.ConfigMap) string {
 func rolledToLatest(ctx context.Context, s *State) error {
 	w := s.World
 	for j := range targets {
-		if s.Changes[j] == 0 {
+		if s.Changes[j] == 0 || s.m.denied[j] || s.m.observes(KindConfigRollout, j) {
 			continue
 		}
 		cm, _, err := getData(ctx, w.c, w.Target(j), local)
@@ -215,8 +238,12 @@ func rolledToLatest(ctx context.Context, s *State) error {
 	return nil
 }
 
-// managedReady: every managed resource of the world is Synced and Ready,
-// and none is being deleted.
+// managedReady: every managed resource of the world is Synced and none is
+// being deleted; those that can be Ready on envtest are Ready too, unless
+// what the sequence did makes them legitimately not: a denied or missing
+// target, a denied own namespace, Observe. An AppBundle waits for its
+// Deployment to be Available and an ImmortalContainer for its pod to run,
+// which no kubelet or controller makes so here.
 func managedReady(ctx context.Context, s *State) error {
 	mgs, err := s.World.managed(ctx)
 	if err != nil {
@@ -229,7 +256,15 @@ func managedReady(ctx context.Context, s *State) error {
 			bad = append(bad, id+" is being deleted")
 			continue
 		}
-		for _, ct := range []xpv2.ConditionType{xpv2.TypeSynced, xpv2.TypeReady} {
+		synced, ready := s.expects(mg)
+		want := []xpv2.ConditionType{}
+		if synced {
+			want = append(want, xpv2.TypeSynced)
+		}
+		if ready {
+			want = append(want, xpv2.TypeReady)
+		}
+		for _, ct := range want {
 			if c := mg.GetCondition(ct); c.Status != corev1.ConditionTrue {
 				bad = append(bad, fmt.Sprintf("%s is %s=%s (%s: %s)", id, ct, c.Status, c.Reason, c.Message))
 			}
@@ -239,6 +274,26 @@ func managedReady(ctx context.Context, s *State) error {
 		return errors.New(strings.Join(bad, "; "))
 	}
 	return nil
+}
+
+// expects says whether mg must be Synced and Ready at quiescence.
+func (s *State) expects(mg resource.Managed) (synced, ready bool) {
+	switch v := mg.(type) {
+	case *copyv1alpha1.CopyRule:
+		if v.Name == allRule {
+			return true, true
+		}
+		j := int(v.Name[len(v.Name)-1] - '0')
+		return true, !s.m.observes(KindCopyRule, j) && !s.m.anyDeniedTarget() && !s.m.fluxGone
+	case *workloadv1alpha1.ConfigRollout:
+		j := int(v.Name[len(v.Name)-1] - '0')
+		return !s.m.denied[j], !s.m.denied[j] && !s.m.observes(KindConfigRollout, j)
+	case *chaosv1alpha1.ChaosAgent:
+		// An agent created while its kill switch is on has run no round,
+		// and is not Ready until it does.
+		return true, !s.m.observes(KindChaosAgent, 0) && !s.m.switchOn
+	}
+	return true, false
 }
 
 // baselined: each rollout follows its Deployment, recorded as a baseline:

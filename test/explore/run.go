@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
@@ -40,6 +42,10 @@ type Violation struct {
 	Oracle string `json:"oracle"`
 	Detail string `json:"detail"`
 	Replay string `json:"replay"`
+	// Ops is how many operations the replay holds.
+	Ops int `json:"ops,omitempty"`
+	// report is what the world looked like when the oracle failed.
+	report string
 }
 
 // A Summary is what a run did, written as JSON to EXPLORE_RESULTS.
@@ -93,34 +99,84 @@ type run struct {
 	t   *testing.T
 	env *testenv.Env
 	seq Sequence
-	sum *Summary
 	st  *State
 }
 
 // Run runs seq on env from a fresh world and fleet: setup, each operation
 // followed by the safety oracles, the liveness oracles at every checkpoint,
-// and the world's deletion. A broken invariant fails t with the seed and
-// the sequence up to the step that broke it, as JSON to replay.
+// and the world's deletion. A broken invariant fails t with the seed, the
+// oracle, the world as it was, and the sequence up to the step that broke
+// it as JSON to replay (also written to a file for EXPLORE_REPLAY).
 func Run(t *testing.T, env *testenv.Env, seq Sequence, sum *Summary) {
 	t.Helper()
 	sum.started(seq.Seed)
-	r := &run{t: t, env: env, seq: seq, sum: sum}
-	r.st = &State{World: World{Seed: seq.Seed, c: env.Client}, Fleet: &Fleet{cfg: env.Config}}
-	t.Cleanup(func() {
+	v := execute(t, env, seq, sum, "")
+	if v == nil {
+		return
+	}
+	full := seq
+	full.Ops = seq.Ops[:min(max(v.Step+1, 0), len(seq.Ops))]
+	if v.Step >= len(seq.Ops) {
+		full.Ops = seq.Ops
+	}
+	fullPath := replayPath(seq.Seed, "")
+	writeReplay(t, fullPath, full)
+	v.Replay, v.Ops = fullPath, len(full.Ops)
+	sum.violated(*v)
+	t.Fatalf("seed %d, step %d: invariant %q violated: %v\n%s\nthe sequence up to the violation (%d ops), to replay with EXPLORE_REPLAY=%s:\n%s",
+		seq.Seed, v.Step, v.Oracle, v.Detail, v.report, len(full.Ops), fullPath, full.JSON())
+}
+
+func replayPath(seed uint64, suffix string) string {
+	return filepath.Join(os.TempDir(), fmt.Sprintf("explore-replay-%d%s.json", seed, suffix))
+}
+
+func writeReplay(t *testing.T, path string, s Sequence) {
+	if err := os.WriteFile(path, []byte(s.JSON()), 0o600); err != nil {
+		t.Logf("cannot write the replay: %v", err)
+	}
+}
+
+// execute runs seq once in a world tagged tag (the seed's own world when
+// empty) and returns the first violation, or nil. A violated world is
+// abandoned: its managed resources are deleted with their finalizers
+// removed, so that nothing of it acts on while later sequences run.
+func execute(t *testing.T, env *testenv.Env, seq Sequence, sum *Summary, tag string) *Violation {
+	t.Helper()
+	w := World{Seed: seq.Seed, Tag: tag, c: env.Client}
+	prefix := ""
+	if tag != "" {
+		prefix = tag + "-"
+	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{t: t, env: env, seq: seq}
+	r.st = &State{World: w, Fleet: &Fleet{cfg: env.Config, prefix: prefix}, m: newModel(seq.Seed), cs: cs, logf: t.Logf}
+	r.st.pods = watchPods(cs, w.App(), podName())
+	defer r.st.pods.stop()
+	defer func() {
 		if err := r.st.Fleet.StopAll(); err != nil {
 			t.Logf("stopping the fleet: %v", err)
 		}
-	})
-	r.setup()
-	for i, op := range seq.Ops {
-		r.step(i, op)
+	}()
+	v := r.setup()
+	for i := 0; v == nil && i < len(seq.Ops); i++ {
+		v = r.step(i, seq.Ops[i], sum)
 	}
-	r.teardown()
+	if v == nil {
+		v = r.teardown()
+	}
+	if v != nil {
+		r.abandon()
+	}
+	return v
 }
 
 // setup starts the fleet, creates the world and waits until every rollout
 // follows its Deployment from a baseline and the liveness oracles hold.
-func (r *run) setup() {
+func (r *run) setup() *Violation {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	for i := range InitialReplicas {
@@ -134,7 +190,7 @@ func (r *run) setup() {
 	setup := append([]oracle{{"every rollout follows from a baseline", baselined}}, liveness()...)
 	t0 := time.Now()
 	if name, err := settle(setup, r.st, setupTimeout); err != nil {
-		r.fail(-1, name, err)
+		return r.violation(-1, name, err)
 	}
 	r.t.Logf("setup: settled in %s", time.Since(t0).Round(time.Millisecond))
 	for j := range targets {
@@ -144,60 +200,130 @@ func (r *run) setup() {
 		}
 		r.st.SetupGen[j] = d.Generation
 	}
+	return nil
 }
 
 // step applies op i, checks the safety oracles, and the liveness oracles
 // at a checkpoint.
-func (r *run) step(i int, op Op) {
+func (r *run) step(i int, op Op, sum *Summary) *Violation {
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	r.sum.stepped(op)
+	sum.stepped(op)
 	t0 := time.Now()
 	if err := r.st.Apply(ctx, op); err != nil {
-		r.fail(i, "operation "+op.Type+" succeeds", err)
+		return r.violation(i, "operation "+op.Type+" succeeds", err)
 	}
+	r.st.m.apply(op)
 	r.t.Logf("%s step %d: %s (%s)", t0.Format("15:04:05.000"), i, op, time.Since(t0).Round(time.Millisecond))
 	if name, err := check(ctx, r.st, safety()); err != nil {
-		r.fail(i, name, err)
+		return r.violation(i, name, err)
 	}
 	if op.Type != OpCheckpoint && (i+1)%checkpointEvery != 0 && i != len(r.seq.Ops)-1 {
-		return
+		return nil
 	}
 	t0 = time.Now()
 	if name, err := settle(liveness(), r.st, settleTimeout); err != nil {
-		r.fail(i, name, err)
+		return r.violation(i, name, err)
 	}
 	r.t.Logf("checkpoint after step %d: settled in %s", i, time.Since(t0).Round(time.Millisecond))
-	if name, err := check(ctx, r.st, safety()); err != nil {
-		r.fail(i, name, err)
+	if os.Getenv("EXPLORE_DESCRIBE") != "" {
+		r.t.Logf("%s", r.st.Describe(ctx))
 	}
+	if name, err := check(ctx, r.st, safety()); err != nil {
+		return r.violation(i, name, err)
+	}
+	return nil
 }
 
-// teardown deletes every rule and rollout: their copies go with them (the
-// rules' finalizers) before the fleet stops.
-func (r *run) teardown() {
+// lifting are the operations that undo what the model holds switched,
+// denied or observed, and bring the flux namespace back.
+func (m *model) lifting() []Op {
+	var out []Op
+	for _, t := range m.deniedList() {
+		out = append(out, Op{Type: OpAllow, T: t})
+	}
+	if m.switchOn {
+		out = append(out, Op{Type: OpKillSwitch, T: 0})
+	}
+	if m.excluded {
+		out = append(out, Op{Type: OpExclude, T: 0})
+	}
+	for _, k := range m.observable() {
+		if m.observes(k.kind, k.j) {
+			out = append(out, Op{Type: OpObserve, Kind: k.kind, J: k.j, T: 0})
+		}
+	}
+	return out
+}
+
+// teardown lifts every switch, denial and Observe, then deletes every
+// managed resource: what they made goes with them (their finalizers)
+// before the fleet stops.
+func (r *run) teardown() *Violation {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
+	lifting := r.st.m.lifting()
+	for _, op := range lifting {
+		if err := r.st.Apply(ctx, op); err != nil {
+			return r.violation(len(r.seq.Ops), "operation "+op.Type+" succeeds", err)
+		}
+		r.st.m.apply(op)
+		r.t.Logf("teardown: %s", op)
+	}
+	if len(lifting) > 0 {
+		// What was denied, switched or observed catches up once lifted.
+		if name, err := settle(liveness(), r.st, settleTimeout); err != nil {
+			return r.violation(len(r.seq.Ops), name, err)
+		}
+	}
 	w := r.st.World
 	if err := w.Delete(ctx); err != nil {
 		r.t.Fatal(err)
 	}
 	for j := range targets {
-		r.st.Deleted[j] = true
+		r.st.m.deleted[j] = true
 	}
+	r.st.m.bundleGone, r.st.m.immortalGone, r.st.m.agentGone = true, true, true
 	gone := []oracle{
 		{"a deleted rule's copies are gone", deletedGone},
+		{"a deleted workload resource is gone, and what it made", workloadGone},
 		{"every managed resource is gone", noneLeft},
 		{"no copy of a deleted rule is left", noCopyLeft},
 	}
 	if name, err := settle(gone, r.st, settleTimeout); err != nil {
-		r.fail(len(r.seq.Ops), name, err)
+		return r.violation(len(r.seq.Ops), name, err)
 	}
 	if err := r.st.Fleet.StopAll(); err != nil {
 		r.t.Fatal(err)
 	}
 	if err := w.DeleteNamespaces(ctx); err != nil {
 		r.t.Fatal(err)
+	}
+	return nil
+}
+
+// abandon deletes a violated world's managed resources with their
+// finalizers removed, its namespaces and its config, best effort.
+func (r *run) abandon() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	w := r.st.World
+	mgs, err := w.managed(ctx)
+	if err != nil {
+		r.t.Logf("abandoning the world: %v", err)
+	}
+	for _, mg := range mgs {
+		_ = w.c.Delete(ctx, mg)
+		_ = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := w.c.Get(ctx, client.ObjectKeyFromObject(mg), mg); err != nil {
+				return client.IgnoreNotFound(err)
+			}
+			mg.SetFinalizers(nil)
+			return client.IgnoreNotFound(w.c.Update(ctx, mg))
+		})
+	}
+	if err := w.DeleteNamespaces(ctx); err != nil {
+		r.t.Logf("abandoning the world: %v", err)
 	}
 }
 
@@ -218,20 +344,12 @@ func settle(oracles []oracle, s *State, timeout time.Duration) (string, error) {
 	return "", nil
 }
 
-// fail records the violation of oracle at step (-1: setup) and fails the
-// test with the seed and the sequence up to that step as JSON, which it
-// also writes to a file for EXPLORE_REPLAY.
-func (r *run) fail(step int, name string, err error) {
-	r.t.Helper()
-	replay := r.seq
-	replay.Ops = r.seq.Ops[:min(step+1, len(r.seq.Ops))]
-	path := filepath.Join(os.TempDir(), fmt.Sprintf("explore-replay-%d.json", r.seq.Seed))
-	if werr := os.WriteFile(path, []byte(replay.JSON()), 0o600); werr != nil {
-		r.t.Logf("cannot write the replay: %v", werr)
-	}
-	r.sum.violated(Violation{Seed: r.seq.Seed, Step: step, Oracle: name, Detail: err.Error(), Replay: path})
+// violation is the violation of oracle at step (-1: setup; the number of
+// ops: teardown), with what the world looks like now.
+func (r *run) violation(step int, name string, err error) *Violation {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	r.t.Fatalf("seed %d, step %d: invariant %q violated: %v\nfleet: %v\n%s\nreplay with EXPLORE_REPLAY=%s:\n%s",
-		r.seq.Seed, step, name, err, r.st.Fleet.IDs(), r.st.Describe(ctx), path, replay.JSON())
+	r.t.Logf("seed %d (world %s), step %d: invariant %q violated: %v", r.seq.Seed, r.st.World.id(), step, name, err)
+	return &Violation{Seed: r.seq.Seed, Step: step, Oracle: name, Detail: err.Error(),
+		report: fmt.Sprintf("fleet: %v\n%s", r.st.Fleet.IDs(), r.st.Describe(ctx))}
 }

@@ -13,10 +13,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
+
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
+	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 	copyv1alpha1 "github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
+	apisv1alpha1 "github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 )
 
@@ -31,15 +35,31 @@ const (
 
 // A World is one sequence's objects, in namespaces of its own named after
 // its seed: a source namespace holding conf-0..2, copied by rule-0..2 into
-// every target namespace; in target namespace j, ConfigMap local read by
-// Deployment web-j, which ConfigRollout ro-j follows; and a rule with
-// allNamespaces: true whose source lives in a namespace of its own.
+// every target namespace and the flux namespace; in target namespace j,
+// ConfigMap local read by Deployment web-j, which ConfigRollout ro-j
+// follows; a rule with allNamespaces: true whose source lives in a
+// namespace of its own; AppBundle app and ImmortalContainer immortal in the
+// app namespace; and ChaosAgent chaos acting on the victims of its own
+// namespace and of a second one. Every managed resource uses the world's
+// own ClusterProviderConfig, whose reach is the world's namespaces.
 type World struct {
 	Seed uint64
-	c    client.Client
+	// Tag, when set, names the world instead of the seed, so that one seed
+	// can run more than once in one API server, each time in a world of
+	// its own.
+	Tag string
+	c   client.Client
 }
 
-func (w World) ns(suffix string) string { return fmt.Sprintf("team-%d-%s", w.Seed, suffix) }
+// id is what the world's names carry.
+func (w World) id() string {
+	if w.Tag != "" {
+		return w.Tag
+	}
+	return strconv.FormatUint(w.Seed, 10)
+}
+
+func (w World) ns(suffix string) string { return fmt.Sprintf("team-%s-%s", w.id(), suffix) }
 
 // Source is the namespace of the rules and their sources.
 func (w World) Source() string { return w.ns("src") }
@@ -53,13 +73,65 @@ func (w World) AllSource() string { return w.ns("all") }
 // Everywhere is the name of the ConfigMap the allNamespaces rule copies.
 func (w World) Everywhere() string { return fmt.Sprintf("everywhere-%d", w.Seed) }
 
+// Flux is the namespace that operations delete and create again, a listed
+// target of every rule-j.
+func (w World) Flux() string { return w.ns("flux") }
+
+// App is the namespace of AppBundle app and ImmortalContainer immortal.
+func (w World) App() string { return w.ns("app") }
+
+// Chaos is ChaosAgent chaos's own namespace; ChaosSecond is its second
+// target, the one an OpExclude excludes.
+func (w World) Chaos() string       { return w.ns("chaos") }
+func (w World) ChaosSecond() string { return w.ns("cx") }
+
+// ChaosTargets are the namespaces the agent targets: J of an OpFeed.
+func (w World) ChaosTargets() []string { return []string{w.Chaos(), w.ChaosSecond()} }
+
+// Denyable is namespace t of an OpDeny: a target namespace, or the agent's
+// second target.
+func (w World) Denyable(t int) string {
+	if t == chaosSecondTarget {
+		return w.ChaosSecond()
+	}
+	return w.Target(t)
+}
+
+// Config is the name of the world's ClusterProviderConfig.
+func (w World) Config() string { return "explore-" + w.id() }
+
 // Namespaces are the world's namespaces.
 func (w World) Namespaces() []string {
 	out := []string{w.Source(), w.AllSource()}
 	for t := range targets {
 		out = append(out, w.Target(t))
 	}
-	return out
+	return append(out, w.Flux(), w.App(), w.Chaos(), w.ChaosSecond())
+}
+
+// configRef is the reference every managed resource of the world carries.
+func (w World) configRef() *xpv2.ProviderConfigReference {
+	return &xpv2.ProviderConfigReference{Kind: apisv1alpha1.ClusterProviderConfigKind, Name: w.Config()}
+}
+
+// baseDenied are the namespaces the world's config always denies.
+var baseDenied = []string{"kube-system", "kube-public", "kube-node-lease"}
+
+// config is the world's ClusterProviderConfig: it reaches the world's
+// namespaces and those labelled reachable, and denies the system ones and
+// denied.
+func (w World) config(denied []string) *apisv1alpha1.ClusterProviderConfig {
+	return &apisv1alpha1.ClusterProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: w.Config()},
+		Spec: apisv1alpha1.ClusterProviderConfigSpec{
+			Credentials: apisv1alpha1.ClusterCredentials{Source: apisv1alpha1.CredentialsSourceInjectedIdentity},
+			Reach: &apisv1alpha1.Reach{
+				Namespaces:        []string{w.ns("*")},
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"clusterops.io/reachable": "true"}},
+				DeniedNamespaces:  append(append([]string{}, baseDenied...), denied...),
+			},
+		},
+	}
 }
 
 func conf(j int) string { return fmt.Sprintf("conf-%d", j) }
@@ -77,13 +149,16 @@ func (w World) Rule(j int) *copyv1alpha1.CopyRule {
 	for t := range targets {
 		into = append(into, w.Target(t))
 	}
+	into = append(into, w.Flux())
 	r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Name: rule(j), Namespace: w.Source()}}
+	r.Spec.ProviderConfigReference = w.configRef()
 	r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{Kind: "ConfigMap", Names: []string{conf(j)}, Namespaces: into}
 	return r
 }
 
 func (w World) allRule() *copyv1alpha1.CopyRule {
 	r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Name: allRule, Namespace: w.AllSource()}}
+	r.Spec.ProviderConfigReference = w.configRef()
 	r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{Kind: "ConfigMap", Names: []string{w.Everywhere()}, AllNamespaces: true}
 	return r
 }
@@ -110,6 +185,7 @@ func (w World) deployment(j int) *appsv1.Deployment {
 // out of reach of any sequence, so that every change rolls at once.
 func (w World) rollout(j int) *workloadv1alpha1.ConfigRollout {
 	r := &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: ro(j), Namespace: w.Target(j)}}
+	r.Spec.ProviderConfigReference = w.configRef()
 	r.Spec.ForProvider = workloadv1alpha1.ConfigRolloutParameters{
 		ConfigMaps:   []workloadv1alpha1.SourceRef{{Name: local}},
 		Workloads:    []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: web(j)}},
@@ -120,7 +196,7 @@ func (w World) rollout(j int) *workloadv1alpha1.ConfigRollout {
 
 // objects are the world's objects in the order setup creates them.
 func (w World) objects() []client.Object {
-	var out []client.Object
+	out := []client.Object{w.config(nil)}
 	for _, ns := range w.Namespaces() {
 		out = append(out, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}
@@ -128,11 +204,14 @@ func (w World) objects() []client.Object {
 	for j := range targets {
 		out = append(out, configMap(w.Source(), conf(j), initial), configMap(w.Target(j), local, initial), w.deployment(j))
 	}
+	for _, ns := range w.ChaosTargets() {
+		out = append(out, victims(ns)...)
+	}
 	out = append(out, w.allRule())
 	for j := range targets {
 		out = append(out, w.Rule(j), w.rollout(j))
 	}
-	return out
+	return append(out, w.Bundle(), w.Immortal(), w.Agent())
 }
 
 // Create creates the world's objects.
@@ -160,7 +239,10 @@ func (w World) refs() []ref {
 			ref{&copyv1alpha1.CopyRule{}, w.Source(), rule(j)},
 			ref{&workloadv1alpha1.ConfigRollout{}, w.Target(j), ro(j)})
 	}
-	return out
+	return append(out,
+		ref{&workloadv1alpha1.AppBundle{}, w.App(), bundleName},
+		ref{&workloadv1alpha1.ImmortalContainer{}, w.App(), immortalName},
+		ref{&chaosv1alpha1.ChaosAgent{}, w.Chaos(), agentName})
 }
 
 // managed are the world's managed resources that exist (a deleted rule-j is
@@ -195,12 +277,12 @@ func (w World) Delete(ctx context.Context) error {
 	return nil
 }
 
-// DeleteNamespaces deletes the world's namespaces.
+// DeleteNamespaces deletes the world's namespaces and its config.
 func (w World) DeleteNamespaces(ctx context.Context) error {
 	for _, ns := range w.Namespaces() {
 		if err := w.c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreNotFound(err) != nil {
 			return errors.Wrapf(err, "cannot delete namespace %s", ns)
 		}
 	}
-	return nil
+	return errors.Wrap(client.IgnoreNotFound(w.c.Delete(ctx, w.config(nil))), "cannot delete the world's config")
 }
