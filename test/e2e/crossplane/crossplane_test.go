@@ -368,7 +368,8 @@ func testUpgrade(t *testing.T) {
 // package's image as a Deployment (kwok's fake node makes it Available), the provider's with the
 // runtime config's service account, and reports the runtimes healthy. The binaries keep running
 // on the host, where the fake pods cannot run them; compositions are not exercised here because
-// core would dial the function through a Service address the host cannot reach.
+// core would dial the function through a Service address the host cannot reach. The PodMonitor
+// examples/monitoring ships selects the provider's pods there.
 func testDeploymentRuntime(t *testing.T) {
 	ctx := context.Background()
 	revs := map[string]*unstructured.Unstructured{"ProviderRevision": activeRevision(t)}
@@ -425,6 +426,7 @@ func testDeploymentRuntime(t *testing.T) {
 		waitTrue(t, pkgv1.SchemeGroupVersion.WithKind(kind), "", rev.GetName(), "RuntimeHealthy", "RevisionHealthy")
 	}
 	waitTrue(t, providerGVK, "", providerName, "Healthy")
+	checkPodMonitorSelects(t)
 	if revs["FunctionRevision"] != nil {
 		waitTrue(t, functionGVK, "", functionName, "Healthy")
 	}
