@@ -25,7 +25,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-func TestParse(t *testing.T) {
+func TestParseServesMTLSUnderCrossplane(t *testing.T) {
 	cases := map[string]struct {
 		reason  string
 		env     string
@@ -80,10 +80,10 @@ func TestParse(t *testing.T) {
 	}
 }
 
-// TestServe runs the real server in-process, as the binary does, and calls
+// TestServeAnswersOverGRPCAndMTLS runs the real server in-process, as the binary does, and calls
 // RunFunction through a gRPC client: over plain gRPC with --insecure, and
 // over mTLS with certificates laid out as Crossplane mounts them.
-func TestServe(t *testing.T) {
+func TestServeAnswersOverGRPCAndMTLS(t *testing.T) {
 	certs := newCerts(t)
 
 	cases := map[string]struct {

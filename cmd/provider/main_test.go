@@ -15,7 +15,7 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/provider"
 )
 
-func TestParse(t *testing.T) {
+func TestParseGivesTheDocumentedDefaults(t *testing.T) {
 	defaults := options{
 		poll: 10 * time.Minute, pollJitter: 10, sync: time.Hour, maxReconcileRate: 100, maxRoutineRequests: 32, quietRoutineRequests: 8, enableManagementPolicies: true,
 		safeStart: true, namespace: "crossplane-system", metricsAddr: ":8080", healthAddr: ":8081", pprofAddr: "0",

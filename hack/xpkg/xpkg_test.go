@@ -110,7 +110,7 @@ var wantPlatforms = []struct { // Test table.
 	{"linux/arm64", elf.EM_AARCH64},
 }
 
-func TestBuild(t *testing.T) {
+func TestBuildMakesValidPackages(t *testing.T) {
 	bins := staticBinaries(t)
 
 	cases := map[string]struct {

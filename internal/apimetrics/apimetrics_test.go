@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-func TestClassify(t *testing.T) {
+func TestClassifyNamesVerbAndResource(t *testing.T) {
 	cases := []struct {
 		method, path, watch string
 		verb, resource      string
@@ -53,7 +53,7 @@ func FuzzClassify(f *testing.F) {
 	})
 }
 
-func TestInstrument(t *testing.T) {
+func TestInstrumentRegistersOnceInEachRegistry(t *testing.T) {
 	cases := map[string]struct {
 		reason  string
 		already func(reg prometheus.Registerer) error

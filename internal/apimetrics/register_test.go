@@ -13,7 +13,7 @@ type counter struct{ prometheus.Counter }
 // wrapped is a collector of the same metrics as the one it wraps, of another type.
 type wrapped struct{ prometheus.Collector }
 
-func TestExisting(t *testing.T) {
+func TestExistingRegistersOrReturnsTheRegistered(t *testing.T) {
 	opts := prometheus.CounterOpts{Name: "clusterops_test_total", Help: "A test counter."}
 	first := &counter{prometheus.NewCounter(opts)}
 	type want struct {

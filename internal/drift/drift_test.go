@@ -19,7 +19,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 )
 
-func TestFields(t *testing.T) {
+func TestFieldsListsOnlyTheFieldsThatDiffer(t *testing.T) {
 	pod := func(image string, env ...string) corev1.PodSpec {
 		c := corev1.Container{Name: "app", Image: image}
 		for _, e := range env {
@@ -159,7 +159,7 @@ func normal(v any) any {
 	return v
 }
 
-func TestRepaired(t *testing.T) {
+func TestRepairedRecordsEventCounterAndRecent(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	r, err := NewReporter(reg)
 	if err != nil {
@@ -188,7 +188,7 @@ func TestRepaired(t *testing.T) {
 	}
 }
 
-func TestMessage(t *testing.T) {
+func TestMessageNamesTheObjectAndItsFields(t *testing.T) {
 	many := make([]string, 12)
 	for i := range many {
 		many[i] = "f" + string(rune('a'+i))

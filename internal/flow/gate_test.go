@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-func TestRoutine(t *testing.T) {
+func TestRoutineCountsReadsAndWritesButNotWatches(t *testing.T) {
 	cases := map[string]struct {
 		url    string
 		urgent bool
@@ -42,10 +42,10 @@ func TestRoutine(t *testing.T) {
 	}
 }
 
-// TestGate runs a real client against a server that holds every request
+// TestGateHoldsRoutineRequestsBeyondTheBound runs a real client against a server that holds every request
 // until released: routine requests beyond the bound wait, an urgent one
 // does not, and a waiting one gives up with its context.
-func TestGate(t *testing.T) {
+func TestGateHoldsRoutineRequestsBeyondTheBound(t *testing.T) {
 	release := make(chan struct{})
 	var inFlight, most atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

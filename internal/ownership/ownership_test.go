@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestDecide(t *testing.T) {
+func TestDecideTakesOnlyWhatIsMarkedOrAdoptable(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		facts  Facts

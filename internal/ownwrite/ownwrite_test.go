@@ -100,7 +100,7 @@ func run(f *Filter[string], steps []step) []string {
 	return got
 }
 
-func TestFilter(t *testing.T) {
+func TestFilterTakesOnlyOwnWritesEventsForOwn(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		// limit is the Filter's bound of objects; 0 leaves the package's.

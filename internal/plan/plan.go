@@ -16,7 +16,7 @@ import (
 
 // Only reports whether mg's management policies are only Observe: it plans,
 // and does nothing. It decides as crossplane-runtime's policy resolver's
-// ShouldOnlyObserve does (TestOnly compares them), without building a
+// ShouldOnlyObserve does (TestOnlyIsTrueForObserveAloneAsTheResolverSays compares them), without building a
 // resolver and its sets on every reconcile of every resource.
 func Only(mg resource.Managed) bool {
 	p := mg.GetManagementPolicies()

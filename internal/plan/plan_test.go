@@ -14,7 +14,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 )
 
-func TestOf(t *testing.T) {
+func TestOfCountsEveryActionAndListsTheFirst(t *testing.T) {
 	act := func(action string, n int) []v1alpha1.PlannedAction {
 		out := make([]v1alpha1.PlannedAction, n)
 		for i := range out {
@@ -54,7 +54,7 @@ func TestOf(t *testing.T) {
 	}
 }
 
-func TestOnly(t *testing.T) {
+func TestOnlyIsTrueForObserveAloneAsTheResolverSays(t *testing.T) {
 	cases := map[string]struct {
 		policies xpv2.ManagementPolicies
 		want     bool

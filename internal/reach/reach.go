@@ -71,7 +71,7 @@ func (p Policy) NeedsLabels() bool {
 // Check returns nil when a managed resource in namespace own may act in
 // namespace ns, whose labels are nsLabels, and an *OutOfReachError otherwise.
 // The provider's namespace and Denied win over every grant, the own namespace
-// included; the own namespace is granted only with OwnNamespace (TestCheck).
+// included; the own namespace is granted only with OwnNamespace (TestCheckRefusesDeniedBeforeGrantingOwn).
 func (p Policy) Check(own, ns string, nsLabels map[string]string) error {
 	deny := func(format string, a ...any) error {
 		return &OutOfReachError{Namespace: ns, Reason: fmt.Sprintf(format, a...)}

@@ -17,7 +17,7 @@ func mustSelector(t *testing.T, ls *metav1.LabelSelector) labels.Selector {
 	return s
 }
 
-func TestCheck(t *testing.T) {
+func TestCheckRefusesDeniedBeforeGrantingOwn(t *testing.T) {
 	grant := Policy{
 		Config:            `ClusterProviderConfig "default"`,
 		OwnNamespace:      true,

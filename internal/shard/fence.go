@@ -17,7 +17,7 @@ import (
 // server accepted. Another replica takes the Lease only a lease duration
 // after it last saw it change, so a replica that was frozen or cut off past
 // that point writes nothing when it resumes, though its in-flight work goes
-// on until it notices (TestFence). Time is read from the process's
+// on until it notices (TestFenceHoldsOnlyShardsRenewedInTime). Time is read from the process's
 // monotonic clock; a step of the wall clock does not move it.
 type Fence struct {
 	name     string // the provider's, the prefix of the shard Leases

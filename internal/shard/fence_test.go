@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-func TestFence(t *testing.T) {
+func TestFenceHoldsOnlyShardsRenewedInTime(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	lease := func(shard, holder string) *coordinationv1.Lease {
 		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "p-shard-" + shard}}

@@ -171,7 +171,7 @@ type decision struct {
 // under place is taken as the labeler's own (LabelShards added, so that the
 // labeler's cache lets it go and a later change of --shards recuts it); one
 // that names another shard is kept; one that names no shard is reported.
-// TestDecide and FuzzDecide hold these rules.
+// TestDecidePlacesAResourceByItsNamespace and FuzzDecide hold these rules.
 func decide(ls map[string]string, namespace string, place Placement) decision {
 	n := strconv.Itoa(place.Shards)
 	v, labelled := ls[Label]

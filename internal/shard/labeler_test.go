@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-func TestDecide(t *testing.T) {
+func TestDecidePlacesAResourceByItsNamespace(t *testing.T) {
 	const ns = "team-a"
 	under3 := Placement{Shards: 3}
 	own := Name(Of(ns, 3))
@@ -128,9 +128,9 @@ func TestDecide(t *testing.T) {
 	}
 }
 
-// TestSelectors: the labeler's two caches together hold every resource decide
+// TestSelectorsHoldEveryResourceToLabel: the labeler's two caches together hold every resource decide
 // would change or report, and none it would leave as it is once placed.
-func TestSelectors(t *testing.T) {
+func TestSelectorsHoldEveryResourceToLabel(t *testing.T) {
 	toPlace, err := ToPlace(3)
 	if err != nil {
 		t.Fatal(err)

@@ -59,7 +59,7 @@ func EventCorrelation() record.CorrelatorOptions {
 // when it starts or changes and when the request succeeds again, and its
 // repeats at debug level. Failures that are part of the protocol (a Lease
 // not there yet, taken by another, a conflict) and requests cancelled as
-// the replica stops are not problems. TestReporter holds these rules.
+// the replica stops are not problems. TestReporterSaysAForbiddenListOnce holds these rules.
 type reporter struct {
 	log       logging.Logger
 	recorder  record.EventRecorder

@@ -89,7 +89,7 @@ func forbidden(lease string) error {
 	return kerrors.NewForbidden(leasesGR, lease, errors.New("RBAC says no"))
 }
 
-func TestReporter(t *testing.T) {
+func TestReporterSaysAForbiddenListOnce(t *testing.T) {
 	o := Options{Namespace: "ns", Name: "p", Identity: "a"}
 	type call struct {
 		verb, lease string

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/sharding"
 )
 
-func TestParse(t *testing.T) {
+func TestParseAcceptsOnlyShardNumbers(t *testing.T) {
 	cases := map[string]struct {
 		v    string
 		want int
@@ -36,7 +36,7 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestAssign(t *testing.T) {
+func TestAssignSpreadsShardsAcrossMembers(t *testing.T) {
 	t.Run("NoMembers", func(t *testing.T) {
 		if diff := cmp.Diff([]string{"", ""}, Assign(2, nil)); diff != "" {
 			t.Errorf("Assign(2, nil): -want, +got:\n%s", diff)
@@ -78,7 +78,7 @@ func TestAssign(t *testing.T) {
 	})
 }
 
-func TestIdentity(t *testing.T) {
+func TestIdentityIsALabelValueFromTheName(t *testing.T) {
 	cases := map[string]struct {
 		host, suffix, want string
 	}{
@@ -96,7 +96,7 @@ func TestIdentity(t *testing.T) {
 	}
 }
 
-func TestDiff(t *testing.T) {
+func TestDiffSaysWhichShardsCameAndWent(t *testing.T) {
 	release, take := Diff([]int{0, 2, 5}, []int{2, 3})
 	if diff := cmp.Diff([]int{0, 5}, release); diff != "" {
 		t.Errorf("release: -want, +got:\n%s", diff)

@@ -32,7 +32,7 @@ func get(t *testing.T, rt http.RoundTripper, url string) error {
 	return resp.Body.Close()
 }
 
-func TestHealth(t *testing.T) {
+func TestHealthReportsAnUnreachableCluster(t *testing.T) {
 	c := &clock{t: time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)}
 	h := newHealth("ClusterProviderConfig far", c.now)
 	fail := errors.New("dial tcp 10.0.0.1:6443: connect: connection refused")
@@ -143,7 +143,7 @@ func TestHealthCancelsWaitingRequests(t *testing.T) {
 }
 
 // The prober reads /readyz of the server the config names.
-func TestProber(t *testing.T) {
+func TestProberReadsReadyzOfTheConfiguredServer(t *testing.T) {
 	var path string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		path = r.URL.Path

@@ -10,11 +10,11 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 )
 
-// TestConcerned checks how an event ranks each owner of its object: a change
+// TestConcernedRanksChangesAboveLists checks how an event ranks each owner of its object: a change
 // is urgent, an initial list routine, except where the list shows the object
 // at another version than its owner read, which is a change the owner has
 // not seen; an owner that read the object as it is hears nothing of it.
-func TestConcerned(t *testing.T) {
+func TestConcernedRanksChangesAboveLists(t *testing.T) {
 	configMapsGVR := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 	k := key{cluster: "c", Watch: Watch{Resource: configMapsGVR, Namespace: "ns"}}
 	cm := func(rv string) []any { return []any{&Object{Namespace: "ns", Name: "conf", ResourceVersion: rv}} }

@@ -15,7 +15,7 @@ import (
 
 // An owner's own writes whose events never came are forgotten with the owner,
 // and only its: a fleet of rules deleted by hand must not leave their writes
-// behind until the bound forgets everyone's (TestFilter's ForgetOwner, in
+// behind until the bound forgets everyone's (TestFilterTakesOnlyOwnWritesEventsForOwn's ForgetOwner, in
 // internal/ownwrite, has the rest).
 func TestForgetForgetsTheOwnersWrites(t *testing.T) {
 	s := New(logging.NewNopLogger())

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-func TestNamed(t *testing.T) {
+func TestNamedIsOneNameInOneNamespace(t *testing.T) {
 	cm := corev1.SchemeGroupVersion.WithResource("configmaps")
 	g := group{cluster: "c", resource: cm, namespace: "ns"}
 	cases := map[string]struct {

@@ -129,7 +129,7 @@ func (s *Set) route(r *running, place placer, h Happening, objs ...any) {
 // seen, made while the watch started (as when a namespace's name watches
 // coalesce into one, whose list then carries a change made in between), and
 // as urgent as any other: ranked with the list, it would wait behind a
-// converging fleet's backlog (TestConcerned).
+// converging fleet's backlog (TestConcernedRanksChangesAboveLists).
 func (s *Set) concerned(owners *ownerSet, k key, h Happening, objs []any) []notice {
 	out := make([]notice, 0, owners.len())
 	for o := range owners.all() {

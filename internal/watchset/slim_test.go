@@ -11,7 +11,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
-func TestSlim(t *testing.T) {
+func TestSlimKeepsIdentityAndVersion(t *testing.T) {
 	now := metav1.Now()
 	cases := map[string]struct {
 		reason     string

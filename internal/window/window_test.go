@@ -9,7 +9,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 )
 
-func TestWithin(t *testing.T) {
+func TestWithinHoldsOnlyInsideAWindowOnItsDays(t *testing.T) {
 	berlin, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
 		t.Fatal(err)
@@ -139,7 +139,7 @@ func FuzzWindow(f *testing.F) {
 // now is Monday 2026-03-02 12:00 UTC.
 var now = time.Date(2026, 3, 2, 12, 0, 0, 0, time.UTC)
 
-func TestNext(t *testing.T) {
+func TestNextFindsWhenTheNextWindowOpens(t *testing.T) {
 	cases := map[string]struct {
 		reason  string
 		windows []v1alpha1.TimeWindow

@@ -208,7 +208,7 @@ func set(s corev1.ConditionStatus) corev1.ConditionStatus {
 	return s
 }
 
-func TestObserve(t *testing.T) {
+func TestObserveFindsWhatIsMissingOrDrifted(t *testing.T) {
 	type want struct {
 		exists, upToDate bool
 		ready            corev1.ConditionStatus
@@ -369,7 +369,7 @@ func TestObserve(t *testing.T) {
 	}
 }
 
-func TestCreate(t *testing.T) {
+func TestCreateMakesClaimDeploymentAndService(t *testing.T) {
 	type want struct {
 		world    world
 		endpoint string
@@ -427,7 +427,7 @@ func TestCreate(t *testing.T) {
 	}
 }
 
-func TestUpdate(t *testing.T) {
+func TestUpdateRepairsWhatItSets(t *testing.T) {
 	type want struct {
 		world world
 		ready corev1.ConditionStatus
@@ -520,7 +520,7 @@ func TestUpdate(t *testing.T) {
 	}
 }
 
-func TestDelete(t *testing.T) {
+func TestDeleteKeepsTheClaimByDefault(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		ab     *v1alpha1.AppBundle

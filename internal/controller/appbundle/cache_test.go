@@ -30,7 +30,7 @@ import (
 // bundleKey owns the objects the tests of own writes write.
 var bundleKey = types.NamespacedName{Namespace: "apps", Name: "web"}
 
-func TestChanges(t *testing.T) {
+func TestChangesDropOwnWritesEvents(t *testing.T) {
 	w := ownwrite.New[ownwrite.Key]()
 	p := changes(w, kindDeployment, deploymentChanged)
 	ready := deployment(1, 1, corev1.ConditionTrue)
@@ -256,7 +256,7 @@ func TestUpdateJudgesReadinessByWhatItWrote(t *testing.T) {
 	}
 }
 
-func TestReadiness(t *testing.T) {
+func TestReadinessNeedsAnAvailableDeployment(t *testing.T) {
 	withService := func(a *v1alpha1.AppBundle) {
 		a.Spec.ForProvider.Port, a.Spec.ForProvider.Service = ptr.To[int32](80), v1alpha1.ServiceClusterIP
 	}

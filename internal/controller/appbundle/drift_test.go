@@ -89,7 +89,7 @@ func TestPVCDiff(t *testing.T) {
 	}
 }
 
-func TestDiffer(t *testing.T) {
+func TestDifferReportsOnlyFieldsTheProviderOwns(t *testing.T) {
 	deployment := func(mutate func(*appsv1ac.DeploymentApplyConfiguration)) *appsv1ac.DeploymentApplyConfiguration {
 		d := appsv1ac.Deployment("web", "apps").WithSpec(appsv1ac.DeploymentSpec().WithTemplate(corev1ac.PodTemplateSpec().WithSpec(
 			corev1ac.PodSpec().WithContainers(corev1ac.Container().WithName("app").WithImage("nginx:1.21").

@@ -133,7 +133,7 @@ func readsPort() corev1.EnvVar {
 	return corev1.EnvVar{Name: "PORT", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}, Key: "PORT"}}}
 }
 
-func TestObserve(t *testing.T) {
+func TestObserveRollsNothingOnAPartialView(t *testing.T) {
 	type want struct {
 		obs       managed.ExternalObservation
 		ready     corev1.ConditionStatus
@@ -430,7 +430,7 @@ func carried(t *testing.T, c client.Client, kind, name string) (hash, lock strin
 	return tmpl.Annotations[AnnotationHash], o.GetAnnotations()[AnnotationLock]
 }
 
-func TestUpdate(t *testing.T) {
+func TestUpdateFollowsThenRollsWorkloads(t *testing.T) {
 	type rolled struct {
 		Kind, Name, Hash, Lock string
 		Baseline               bool
@@ -528,7 +528,7 @@ func TestUpdate(t *testing.T) {
 	}
 }
 
-func TestCreate(t *testing.T) {
+func TestCreateWritesNothing(t *testing.T) {
 	e, c, _ := newExternal(t, configMap(), deployment("api", "", ""))
 	if _, err := e.Create(context.Background(), rollout()); err != nil {
 		t.Fatalf("Create(...): %v", err)
@@ -538,7 +538,7 @@ func TestCreate(t *testing.T) {
 	}
 }
 
-func TestDelete(t *testing.T) {
+func TestDeleteReleasesLocksAndKeepsHashes(t *testing.T) {
 	type lockOf struct{ Name, Hash, Lock string }
 	cases := map[string]struct {
 		reason string

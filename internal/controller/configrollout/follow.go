@@ -34,7 +34,7 @@ import (
 // not carry the current hash) is adopted when adopt allows: its pods are
 // taken to run the current configuration, recorded as its baseline, so that
 // nothing rolls it until the configuration changes. A workload the status
-// records is never adopted again, lock or not (TestRuns, FuzzRuns).
+// records is never adopted again, lock or not (TestRunsTakesANewWorkloadsHashAsBaseline, FuzzRuns).
 func runs(template string, ours bool, rec v1alpha1.RolledWorkload, want, all string, adopt bool) (carried string, baseline, adopted bool) {
 	switch {
 	case upToDate(template, want, all) || ours:
@@ -110,7 +110,7 @@ func rolledBy(cr *v1alpha1.ConfigRollout, key string) bool {
 // or the next change would be rolled by both. Of two records of one sort
 // (two baselines, or two rolls after a race), the first rollout keeps it.
 // Every pair of rollouts agrees: exactly one of them keeps the workload
-// (TestKeeps).
+// (TestKeepsAWorkloadTheRolloutRolled).
 func keeps(o, cr *v1alpha1.ConfigRollout, key string, crRolled bool) bool {
 	if oRolled := rolledBy(o, key); oRolled != crRolled {
 		return oRolled

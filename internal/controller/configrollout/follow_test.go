@@ -31,7 +31,7 @@ func TestFollowingValues(t *testing.T) {
 	}
 }
 
-func TestFirst(t *testing.T) {
+func TestFirstFollowsTheOlderRollout(t *testing.T) {
 	at := func(name string, d time.Duration) *v1alpha1.ConfigRollout {
 		cr := rollout()
 		cr.SetName(name)
@@ -57,7 +57,7 @@ func TestFirst(t *testing.T) {
 	}
 }
 
-func TestRuns(t *testing.T) {
+func TestRunsTakesANewWorkloadsHashAsBaseline(t *testing.T) {
 	type want struct {
 		carried           string
 		baseline, adopted bool
@@ -146,7 +146,7 @@ func held(name string, d time.Duration, rec *v1alpha1.RolledWorkload) *v1alpha1.
 	return cr
 }
 
-func TestKeeps(t *testing.T) {
+func TestKeepsAWorkloadTheRolloutRolled(t *testing.T) {
 	rolled := &v1alpha1.RolledWorkload{Hash: "h"}
 	base := &v1alpha1.RolledWorkload{Hash: "h", Baseline: true}
 	toRoll := &v1alpha1.RolledWorkload{}

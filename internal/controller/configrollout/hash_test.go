@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func TestHash(t *testing.T) {
+func TestHashFollowsContentOnly(t *testing.T) {
 	base := Content{Kind: KindConfigMap, Name: "nginx-conf", Data: map[string][]byte{"nginx.conf": []byte("worker_processes 1;"), "mime.types": []byte("types {}")}}
 	with := func(mutate func(c *Content)) Content {
 		c := base
@@ -100,7 +100,7 @@ func TestContentOfObjects(t *testing.T) {
 	}
 }
 
-func TestCombined(t *testing.T) {
+func TestCombinedHashesSourcesInOrder(t *testing.T) {
 	a, b := Hash(Content{Kind: KindConfigMap, Name: "a"}), Hash(Content{Kind: KindSecret, Name: "b"})
 	if Combined([]string{a, b}) != Combined([]string{b, a}) {
 		t.Errorf("Combined depends on the order of sources")

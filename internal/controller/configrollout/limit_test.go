@@ -113,7 +113,7 @@ func TestHeldUntil(t *testing.T) {
 	}
 }
 
-func TestRemember(t *testing.T) {
+func TestRememberRecordsEachRollout(t *testing.T) {
 	three := Limit{Rollouts: 3, Within: 10 * time.Minute}
 	mt := func(d time.Duration) metav1.Time { return metav1.NewTime(t0.Add(d)) }
 	cases := map[string]struct {

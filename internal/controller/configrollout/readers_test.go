@@ -25,7 +25,7 @@ import (
 // select it, and of the automatic ones only those whose sources its pod
 // template reads: that is read once per generation from the API server, and
 // not at all while the namespace has at most one automatic rollout.
-func TestReferencing(t *testing.T) {
+func TestReferencingReachesOnlyConcernedRollouts(t *testing.T) {
 	auto := func(name string, cms, secrets []string) *v1alpha1.ConfigRollout {
 		cr := &v1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Namespace: testNamespace, Name: name}}
 		cr.Spec.ForProvider.Auto = true

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 )
 
-func TestReferences(t *testing.T) {
+func TestReferencesFindsEveryConfigurationAPodUses(t *testing.T) {
 	cmRef := func(n string) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: n} }
 	cases := map[string]struct {
 		reason string

@@ -26,7 +26,7 @@ import (
 // rebuild or a hand-over: the next reconcile rolls what it holds that does
 // not carry its hash yet (resumed), counts the rest as rolled when the wave
 // was recorded (waveAt), and records nothing again (recorded). A wave of
-// another hash than the current one is over (keepWave). TestIntend,
+// another hash than the current one is over (keepWave). TestIntendRecordsAWaveBeforeRollingIt,
 // TestResumeWave and TestConfigRolloutWaveResumes
 // (test/integration/configrollout_wave_test.go) hold this.
 

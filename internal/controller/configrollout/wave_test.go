@@ -32,11 +32,11 @@ func statusOn(t *testing.T, cr *v1alpha1.ConfigRollout) (client.Client, *int) {
 	return c, writes
 }
 
-// TestIntend: a wave is recorded in status, at the resourceVersion the
+// TestIntendRecordsAWaveBeforeRollingIt: a wave is recorded in status, at the resourceVersion the
 // reconcile read, before any workload is written; a reconcile that read an
 // older version rolls nothing; a wave recorded already is not recorded
 // again; the status that ends the reconcile clears it.
-func TestIntend(t *testing.T) {
+func TestIntendRecordsAWaveBeforeRollingIt(t *testing.T) {
 	wave := &v1alpha1.RolloutWave{Hash: allHash(), At: metav1.NewTime(testNow.Add(-time.Minute)), Workloads: []v1alpha1.WaveWorkload{{Kind: KindDeployment, Name: "api"}}}
 	type want struct {
 		err          bool

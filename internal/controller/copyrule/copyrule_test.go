@@ -121,7 +121,7 @@ func contents(t *testing.T, c client.Client) []string {
 	return out
 }
 
-func TestObserve(t *testing.T) {
+func TestObserveReportsWhatTheRuleMustWrite(t *testing.T) {
 	src := cmObj("platform", "settings", map[string]string{"k": "v"}, map[string]string{"share": "yes"})
 	byName := copyRule(v1alpha1.CopyRuleParameters{Kind: v1alpha1.KindConfigMap, Names: []string{"settings"}, Namespaces: []string{"team-a"}})
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "db"}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"host": []byte("db"), "password": []byte("hunter2")}}
@@ -246,7 +246,7 @@ func TestObserve(t *testing.T) {
 	}
 }
 
-func TestUpdate(t *testing.T) {
+func TestUpdateCreatesRestoresAndPrunesCopies(t *testing.T) {
 	src := cmObj("platform", "settings", map[string]string{"k": "v"}, map[string]string{"share": "yes"})
 	rule := copyRule(v1alpha1.CopyRuleParameters{Kind: v1alpha1.KindConfigMap, Names: []string{"settings"}, Namespaces: []string{"team-a", "team-b"}})
 	drifted := copyOf(t, rule, src, "team-b").(*corev1.ConfigMap)
@@ -327,7 +327,7 @@ func TestUpdate(t *testing.T) {
 	}
 }
 
-func TestCreate(t *testing.T) {
+func TestCreateWritesNothing(t *testing.T) {
 	e, c, rec := newExternal(t, ns("platform"))
 	got, err := e.Create(context.Background(), copyRule(v1alpha1.CopyRuleParameters{Kind: v1alpha1.KindConfigMap, Names: []string{"a"}, AllNamespaces: true}))
 	if err != nil || !cmp.Equal(got, managed.ExternalCreation{}) {
@@ -338,7 +338,7 @@ func TestCreate(t *testing.T) {
 	}
 }
 
-func TestDelete(t *testing.T) {
+func TestDeletePrunesCopiesAndReleasesTakenOver(t *testing.T) {
 	src := cmObj("platform", "settings", map[string]string{"k": "v"}, nil)
 	rule := copyRule(v1alpha1.CopyRuleParameters{Kind: v1alpha1.KindConfigMap, Names: []string{"settings"}, Namespaces: []string{"team-a", "team-b", "kube-system"}})
 	taken := copyOf(t, rule, src, "team-b")

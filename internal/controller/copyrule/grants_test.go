@@ -17,9 +17,9 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
-// TestGrants checks that a kind's access is asked once per cluster and
+// TestGrantsAskOncePerClusterAndKind checks that a kind's access is asked once per cluster and
 // grantsFor, and that a kind not granted is an error naming what grants it.
-func TestGrants(t *testing.T) {
+func TestGrantsAskOncePerClusterAndKind(t *testing.T) {
 	np := Mapping{GroupVersionKind: schema.GroupVersionKind{Group: "networking.k8s.io", Version: "v1", Kind: "NetworkPolicy"},
 		Resource: schema.GroupVersionResource{Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"}}
 	cm := Mapping{GroupVersionKind: corev1.SchemeGroupVersion.WithKind("ConfigMap"), Resource: corev1.SchemeGroupVersion.WithResource("configmaps")}

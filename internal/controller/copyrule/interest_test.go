@@ -10,7 +10,7 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
 
-func TestInterest(t *testing.T) {
+func TestInterestMatchesEventsToTheRulesTheyConcern(t *testing.T) {
 	rule := func(p v1alpha1.CopyRuleParameters) *v1alpha1.CopyRule {
 		return &v1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "r"}, Spec: v1alpha1.CopyRuleSpec{ForProvider: p}}
 	}

@@ -41,7 +41,7 @@ var copyableCases = map[string]struct {
 	"OwnKind":             {"copy.clusterops.io/v1alpha1", "CopyRule", false},
 }
 
-func TestCopyable(t *testing.T) {
+func TestCopyableRefusesKindsControllersKeep(t *testing.T) {
 	for name, tc := range copyableCases {
 		t.Run(name, func(t *testing.T) {
 			gvk := sourceGVK(v1alpha1.CopyRuleParameters{APIVersion: tc.APIVersion, Kind: tc.Kind})
@@ -106,7 +106,7 @@ func TestResolveKind(t *testing.T) {
 	}
 }
 
-func TestBody(t *testing.T) {
+func TestBodyKeepsOnlyTheSpec(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		gk     schema.GroupKind

@@ -24,7 +24,7 @@ func inSync(src Object, ns string) Object {
 	return c
 }
 
-func TestHash(t *testing.T) {
+func TestHashCoversContentNotOwnership(t *testing.T) {
 	a := source("a", map[string]string{"k": "v", "j": "w"}, false)
 	cases := map[string]struct {
 		reason string
@@ -160,7 +160,7 @@ func TestMakePlan(t *testing.T) {
 	}
 }
 
-func TestConflict(t *testing.T) {
+func TestConflictFollowsThePolicy(t *testing.T) {
 	a := source("a", map[string]string{"k": "v"}, false)
 	same := Object{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "a", Labels: map[string]string{"mine": "yes"}, Annotations: map[string]string{"note": "keep"}, Finalizers: []string{"keep/me"}}, Data: map[string]string{"k": "v"}}
 	sameImmutable := same
@@ -207,7 +207,7 @@ func TestConflict(t *testing.T) {
 	}
 }
 
-func TestReleased(t *testing.T) {
+func TestReleasedDropsTheRulesMarks(t *testing.T) {
 	c := inSync(source("a", nil, false), "team")
 	c.Annotations[AnnotationTakenOver] = "true"
 	c.Annotations["note"] = "keep"

@@ -8,7 +8,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 )
 
-func TestJittered(t *testing.T) {
+func TestJitteredSpreadsOnlyThePollInterval(t *testing.T) {
 	const poll = 10 * time.Minute
 	soon := func(resource.Managed, time.Duration) time.Duration { return time.Second }
 	unchanged := func(_ resource.Managed, p time.Duration) time.Duration { return p }
