@@ -16,7 +16,7 @@ import (
 )
 
 // coalesceAbove is how many name watches of a group run an informer each;
-// one more and the group shares one. A few are cheaper apart: a namespace's
+// one more and the group coalesces into one. A few are cheaper apart: a namespace's
 // every object is more than a few names' worth.
 const coalesceAbove = 4
 
@@ -37,8 +37,8 @@ type group struct {
 // a name watch, or a watch of exactly "key=value" for one label (a CopyRule's
 // copies, by the rule's UID); false for any other watch. Values with
 // characters a selector would read as more than one exact value do not
-// coalesce, nor name watches of every namespace: their shared watch would be
-// every object of the resource in the cluster. A label's shared watch holds
+// coalesce, nor name watches of every namespace: their coalesced watch would be
+// every object of the resource in the cluster. A label's coalesced watch holds
 // only the objects that carry the label, in every namespace if need be.
 func (k key) named() (group, string, bool) {
 	if k.ReadLabels {
@@ -82,7 +82,7 @@ func (g group) value(o any) (string, bool) {
 	return v, ok
 }
 
-// byValue indexes a label group's shared store by the label's value in
+// byValue indexes a label group's coalesced store by the label's value in
 // each object's namespace and in any (valueIn), so that a wide informer
 // lists one namespace's objects of a value without reading every other's.
 const byValue = "value"
@@ -95,7 +95,7 @@ func valueIn(ns, v string) string {
 	return ns + "/" + v
 }
 
-// coalesce stops g's own name watches once its shared informer serves their
+// coalesce stops g's own name watches once its coalesced informer serves their
 // owners, which are the Set's (values); s.mu is held.
 func (s *Set) coalesce(g group) {
 	for name := range s.named[g] {
@@ -103,20 +103,20 @@ func (s *Set) coalesce(g group) {
 	}
 }
 
-// startShared runs the informer that serves every name watch of g: the whole
+// startCoalesced runs the informer that serves every name watch of g: the whole
 // namespace, stripped by slim like any watch; s.mu is held.
-func (s *Set) startShared(c *target.Cluster, g group) error {
-	r, err := s.inform(c, g.shared(), func(r *running, h Happening, objs ...any) { s.route(r, within(g), h, objs...) })
+func (s *Set) startCoalesced(c *target.Cluster, g group) error {
+	r, err := s.inform(c, g.coalesced(), func(r *running, h Happening, objs ...any) { s.route(r, within(g), h, objs...) })
 	if err != nil {
 		return err
 	}
 	s.joinFamily(g, r)
-	s.shared[g] = r
+	s.coalesced[g] = r
 	return nil
 }
 
-// shared is the watch that serves every watch of g: the namespace's objects,
+// coalesced is the watch that serves every watch of g: the namespace's objects,
 // or the objects that carry g's label.
-func (g group) shared() Watch {
+func (g group) coalesced() Watch {
 	return Watch{Resource: g.resource, Namespace: g.namespace, Labels: g.label}
 }

@@ -84,7 +84,7 @@ func TestNameWatchesCoalesce(t *testing.T) {
 			t.Errorf("Synced(%s) = false, want true", o)
 		}
 	}
-	// The shared watch's first list reaches the owners that moved over.
+	// The coalesced watch's first list reaches the owners that moved over.
 	received(q, 500*time.Millisecond)
 
 	touch(ctx, t, ns, "cm-3")
@@ -135,7 +135,7 @@ func TestFewNameWatchesRunApart(t *testing.T) {
 	}
 }
 
-// TestCoalescedOwnersComeAndGo checks the bookkeeping of a shared watch: an
+// TestCoalescedOwnersComeAndGo checks the bookkeeping of a coalesced watch: an
 // owner changing its name leaves the others served, and the watch stops with
 // its last owner.
 func TestCoalescedOwnersComeAndGo(t *testing.T) {
@@ -198,7 +198,7 @@ func TestCoalescedOwnersComeAndGo(t *testing.T) {
 }
 
 // TestCoalescingWhileEventsFlow checks that a change right after a group
-// switches to its shared watch, before that has synced, reaches its owner.
+// switches to its coalesced watch, before that has synced, reaches its owner.
 func TestCoalescingWhileEventsFlow(t *testing.T) {
 	ctx, s, q, c := started(t)
 	watchset.SetCoalesceAbove(s, 4)
@@ -225,7 +225,7 @@ func TestCoalescingWhileEventsFlow(t *testing.T) {
 	if diff := cmp.Diff(1, s.Len()); diff != "" {
 		t.Errorf("watches after the switch: -want +got:\n%s", diff)
 	}
-	// Once synced, the shared watch routes as any.
+	// Once synced, the coalesced watch routes as any.
 	for _, o := range append(owners, fifth) {
 		if err := s.WaitSynced(ctx, o); err != nil {
 			t.Fatal(err)
@@ -238,7 +238,7 @@ func TestCoalescingWhileEventsFlow(t *testing.T) {
 	}
 }
 
-// TestCoalescingIsAllOrNothing checks that when a group's shared watch cannot
+// TestCoalescingIsAllOrNothing checks that when a group's coalesced watch cannot
 // start, nothing changes: the group's own watches keep serving their owners
 // and a watch the same Ensure started stops.
 func TestCoalescingIsAllOrNothing(t *testing.T) {
@@ -259,7 +259,7 @@ func TestCoalescingIsAllOrNothing(t *testing.T) {
 		return nil
 	})
 	// An existence selector is grouped with nothing, so the same Ensure
-	// always starts it before it tries the group's shared watch (a label=value
+	// always starts it before it tries the group's coalesced watch (a label=value
 	// selector would form a group of its own, tried in map order).
 	labelled := configMaps
 	labelled.Namespace, labelled.Labels = ns, "app"
@@ -292,7 +292,7 @@ func TestCoalescingIsAllOrNothing(t *testing.T) {
 		t.Errorf("update of cm-0 after failed Ensures: -want +got:\n%s", diff)
 	}
 
-	// Once the shared watch can start, the group coalesces.
+	// Once the coalesced watch can start, the group coalesces.
 	watchset.SetStartHook(s, nil)
 	if err := s.Ensure(fifth, c, named(ns, "cm-4")); err != nil {
 		t.Fatal(err)
@@ -309,9 +309,9 @@ func TestCoalescingIsAllOrNothing(t *testing.T) {
 	}
 }
 
-// settled returns the number of goroutines once it stops falling: stopped
+// goroutinesOnceSteady returns the number of goroutines once it stops falling: stopped
 // informers' goroutines end a little after they are told to.
-func settled() int {
+func goroutinesOnceSteady() int {
 	n := runtime.NumGoroutine()
 	for range 50 {
 		time.Sleep(100 * time.Millisecond)
@@ -342,7 +342,7 @@ func TestCoalescingSavesGoroutines(t *testing.T) {
 			ctx, s, _, c := started(t)
 			watchset.SetCoalesceAbove(s, tc.coalesceAbove)
 			ns := env.Namespace(t, "watchset-goroutines", nil)
-			before := settled()
+			before := goroutinesOnceSteady()
 			owning(ctx, t, s, c, ns, n)
 			if diff := cmp.Diff(tc.watches, s.Len()); diff != "" {
 				t.Errorf("watches of %d names: -want +got:\n%s", n, diff)
@@ -418,7 +418,7 @@ func TestLabelWatchesCoalesce(t *testing.T) {
 }
 
 // TestCrowdedNamespaceSharesAtOnce: an owner whose namespace holds more of
-// its kind than a few name watches' worth starts the namespace's shared watch
+// its kind than a few name watches' worth starts the namespace's coalesced watch
 // at once, as after a restart; a name elsewhere, or in a namespace of few,
 // is watched by name. Events still reach only the name's owner.
 func TestCrowdedNamespaceSharesAtOnce(t *testing.T) {

@@ -25,11 +25,11 @@ func SetCoalesceAbove(s *Set, n int) {
 }
 
 // Len returns how many informers are running: the API-server watches the Set
-// holds, a group's shared one counting once for all its names.
+// holds, a group's coalesced one counting once for all its names.
 func (s *Set) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.watches) + len(s.shared) + len(s.wide)
+	return len(s.watches) + len(s.coalesced) + len(s.wide)
 }
 
 // Synced reports whether every watch owner needs has listed its objects, so

@@ -114,7 +114,7 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify notifier) (*running, err
 	case w.ReadLabels:
 		transform = slimKeepingLabels
 	case isKey(w.Labels):
-		// A label group's shared watch: the label's value routes events.
+		// A label group's coalesced watch: the label's value routes events.
 		transform = slimKeeping(w.Labels)
 		indexers[byValue] = func(o any) ([]string, error) {
 			m, err := meta.Accessor(o)
@@ -159,7 +159,7 @@ func (s *Set) handler(id string, w Watch, notify func(h Happening, objs ...any))
 			// Without a resync period, an update at the version already held
 			// is a relist (after a watch history was compacted away, or the
 			// API server restarted) delivering what did not change: no owner
-			// has anything to do, and at fleet size every owner of a shared
+			// has anything to do, and at fleet size every owner of a coalesced
 			// watch would be reconciled for it.
 			if sameVersion(was, is) {
 				return
@@ -239,7 +239,7 @@ func (s *Set) WhenSynced(owner types.NamespacedName) bool {
 // its transform kept them; false when there is no such watch yet, and the
 // caller reads the API server instead. The store is current up to the events
 // the watch has delivered, which are the events that enqueue its owners. A
-// name watch served by its group's shared informer, or its resource's wide
+// name watch served by its group's coalesced informer, or its resource's wide
 // one, lists its one object.
 func (s *Set) List(c *target.Cluster, w Watch) ([]*Object, bool) {
 	k := key{cluster: c.ID, Watch: w}

@@ -87,7 +87,7 @@ func (o *Object) GetDeletionTimestamp() *metav1.Time {
 func (o *Object) SetDeletionTimestamp(t *metav1.Time) { o.Deleting = t != nil }
 
 // ownerSet is a set of owners: a slice while few, a map beyond. Most objects
-// a shared watch serves have one owner (a rule's copies, a rollout's
+// a coalesced watch serves have one owner (a rule's copies, a rollout's
 // ConfigMap), and a slice of one is smaller than a map's smallest table
 // (BenchmarkFleet's heap per resource; TestOwnerSet holds both forms).
 type ownerSet struct {

@@ -73,8 +73,8 @@ func (s *Set) ensure(owner types.NamespacedName, ons []On, keep bool) error {
 			s.stopWatch(k)
 		}
 		for _, g := range coalesced {
-			s.shared[g].stop()
-			delete(s.shared, g)
+			s.coalesced[g].stop()
+			delete(s.coalesced, g)
 		}
 		s.unwiden(widened)
 	}
@@ -105,7 +105,7 @@ func (s *Set) ensure(owner types.NamespacedName, ons []On, keep bool) error {
 		// Counted before owner lets go of any name: coalescing a little early
 		// costs nothing but the namespace's other objects in the store.
 		if len(s.named[g])+len(ks) > s.coalesceAbove || s.crowded(owner.Namespace, g) {
-			if err := s.startShared(clusters[g.cluster], g); err != nil {
+			if err := s.startCoalesced(clusters[g.cluster], g); err != nil {
 				undo()
 				return err
 			}
@@ -120,7 +120,7 @@ func (s *Set) ensure(owner types.NamespacedName, ons []On, keep bool) error {
 			started = append(started, k)
 		}
 	}
-	// Nothing fails from here. The shared informers started, and only then do
+	// Nothing fails from here. The coalesced informers started, and only then do
 	// the watches they replace stop.
 	for _, g := range coalesced {
 		s.coalesce(g)
@@ -210,10 +210,10 @@ func (s *Set) serving(k key) (*running, bool) {
 }
 
 // narrowServing returns the narrow informer that serves k: its group's
-// shared one or its own; s.mu is held.
+// coalesced one or its own; s.mu is held.
 func (s *Set) narrowServing(k key) (*running, bool) {
 	if g, _, ok := k.named(); ok {
-		if r, ok := s.shared[g]; ok {
+		if r, ok := s.coalesced[g]; ok {
 			return r, true
 		}
 	}
@@ -287,9 +287,9 @@ func (s *Set) release(owner types.NamespacedName, k key) {
 		return
 	}
 	delete(s.values, g)
-	if r, ok := s.shared[g]; ok {
+	if r, ok := s.coalesced[g]; ok {
 		r.stop()
-		delete(s.shared, g)
+		delete(s.coalesced, g)
 	}
 	if f, ok := g.family(); ok {
 		delete(s.spaces[f], g.namespace)

@@ -9,7 +9,7 @@ import (
 
 // Peers counts a controller's managed resources in each namespace, as an
 // event handler of their informer. A Set that knows a namespace holds more
-// resources than a few name watches' worth starts the namespace's shared
+// resources than a few name watches' worth starts the namespace's coalesced
 // watch at once rather than a name watch for each of the first few: a restart
 // of 10,000 resources over 1,000 namespaces would otherwise start and stop
 // 4,000 name watches, two requests each, on its way to the 1,000 it keeps.
@@ -57,7 +57,7 @@ func (p *Peers) count(o any, by int) {
 	}
 }
 
-// CountPeers has s start a group's shared watch at once, rather than its
+// CountPeers has s start a group's coalesced watch at once, rather than its
 // first name watches, for an owner whose namespace p counts more resources
 // in than s runs name watches of a group, when the group is of that same
 // namespace: such an owner's peers are likely to name objects there too.

@@ -84,15 +84,15 @@ type Set struct {
 
 	mu      sync.Mutex
 	clients map[string]metadata.Interface
-	// watches are the informers of one watch each; shared those serving
+	// watches are the informers of one watch each; coalesced those serving
 	// every name watch of a group; wide those serving every group of a
 	// family (wide.go). named are the names of each group that watches run,
-	// while it shares none: a group is in shared or named, never both once
+	// while it has none coalesced: a group is in coalesced or named, never both once
 	// Ensure returns.
-	watches map[key]*running
-	shared  map[group]*running
-	wide    map[family]*wideWatch
-	named   map[group]map[string]struct{}
+	watches   map[key]*running
+	coalesced map[group]*running
+	wide      map[family]*wideWatch
+	named     map[group]map[string]struct{}
 	// values are the owners of each value (name or label value) of each
 	// group, whichever informer serves it; spaces the namespaces of each
 	// family's groups.
@@ -127,19 +127,19 @@ type Set struct {
 func New(log logging.Logger) *Set {
 	ctx, stop := context.WithCancel(context.Background())
 	return &Set{
-		log:      log,
-		events:   make(chan event.TypedGenericEvent[notice], 1024),
-		ctx:      ctx,
-		stop:     stop,
-		clients:  map[string]metadata.Interface{},
-		watches:  map[key]*running{},
-		shared:   map[group]*running{},
-		wide:     map[family]*wideWatch{},
-		named:    map[group]map[string]struct{}{},
-		values:   map[group]map[string]*ownerSet{},
-		spaces:   map[family]map[string]struct{}{},
-		owners:   map[types.NamespacedName]map[unique.Handle[key]]struct{}{},
-		interest: map[types.NamespacedName]Interest{},
+		log:       log,
+		events:    make(chan event.TypedGenericEvent[notice], 1024),
+		ctx:       ctx,
+		stop:      stop,
+		clients:   map[string]metadata.Interface{},
+		watches:   map[key]*running{},
+		coalesced: map[group]*running{},
+		wide:      map[family]*wideWatch{},
+		named:     map[group]map[string]struct{}{},
+		values:    map[group]map[string]*ownerSet{},
+		spaces:    map[family]map[string]struct{}{},
+		owners:    map[types.NamespacedName]map[unique.Handle[key]]struct{}{},
+		interest:  map[types.NamespacedName]Interest{},
 
 		writes: ownwrite.New[object](),
 		reads:  map[types.NamespacedName][]read{},

@@ -170,10 +170,10 @@ func (s *Set) widened(f family, r *running) []notice {
 	var out []notice
 	for ns := range s.spaces[f] {
 		g := f.group(ns)
-		if sr, ok := s.shared[g]; ok {
+		if sr, ok := s.coalesced[g]; ok {
 			out = append(out, s.lost(sr, within(g), to)...)
 			sr.stop()
-			delete(s.shared, g)
+			delete(s.coalesced, g)
 		}
 		for name := range s.named[g] {
 			k := g.watch(name)
@@ -217,14 +217,14 @@ func (s *Set) narrowAgain(f family, w *wideWatch) error {
 			s.stopWatch(k)
 		}
 		for _, g := range shared {
-			s.shared[g].stop()
-			delete(s.shared, g)
+			s.coalesced[g].stop()
+			delete(s.coalesced, g)
 		}
 	}
 	for ns := range s.spaces[f] {
 		g := f.group(ns)
 		if len(s.values[g]) > s.coalesceAbove {
-			if err := s.startShared(w.cluster, g); err != nil {
+			if err := s.startCoalesced(w.cluster, g); err != nil {
 				undo()
 				return err
 			}
@@ -326,5 +326,5 @@ func (s *Set) told(r *running, g group, v string, o *Object) bool {
 func (s *Set) Informers() (narrow, wide int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.watches) + len(s.shared), len(s.wide)
+	return len(s.watches) + len(s.coalesced), len(s.wide)
 }

@@ -42,7 +42,7 @@ const (
 // cache: configs through the informer the resolver already uses, namespaces
 // through one metadata-only informer shared by every agent.
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
-	mem := newMemory()
+	rounds := newLastRounds()
 	m, err := newMetrics(o.Metrics)
 	if err != nil {
 		return err
@@ -52,7 +52,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		Object:           &v1alpha1.ChaosAgent{},
 		List:             &v1alpha1.ChaosAgentList{},
 		NewClient: func(c *target.Cluster, rec event.Recorder, status client.SubResourceWriter, _ *v1alpha1.ChaosAgent) managed.TypedExternalClient[*v1alpha1.ChaosAgent] {
-			return &external{cluster: c, kube: mgr.GetClient(), status: status, record: rec, now: time.Now, memory: mem, metrics: m, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
+			return &external{cluster: c, kube: mgr.GetClient(), status: status, record: rec, now: time.Now, lastRounds: rounds, metrics: m, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
 		},
 		PollHook: untilNextRound(time.Now),
 	})
@@ -89,10 +89,10 @@ type external struct {
 	// status writes the agent's status to the control plane, at the
 	// resourceVersion it carries: how a round is recorded as under way
 	// before it acts (begin).
-	status client.SubResourceWriter
-	record event.Recorder
-	now    func() time.Time
-	memory *memory
+	status     client.SubResourceWriter
+	record     event.Recorder
+	now        func() time.Time
+	lastRounds *lastRounds
 	// metrics are the provider's ChaosAgent metrics; nil records none.
 	metrics *metrics
 	// evict evicts a pod through the Eviction API.
@@ -109,7 +109,7 @@ type external struct {
 // for as long as its backup ConfigMap does, and Delete reverts and removes it.
 func (e *external) Observe(ctx context.Context, ca *v1alpha1.ChaosAgent) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(ca) {
-		e.memory.forget(ca)
+		e.lastRounds.forget(ca)
 		e.metrics.forget(ca)
 		b := e.backup(ca)
 		if err := b.load(ctx); err != nil {
@@ -122,7 +122,7 @@ func (e *external) Observe(ctx context.Context, ca *v1alpha1.ChaosAgent) (manage
 		ca.SetConditions(xpv2.Unavailable().WithMessage("invalid spec.forProvider: " + err.Error()))
 		return managed.ExternalObservation{}, errors.Wrap(err, "invalid spec.forProvider")
 	}
-	e.memory.recall(ca)
+	e.lastRounds.recall(ca)
 	e.closeCutShort(ca)
 	// Recoveries are measured whatever else happens: a stopped agent's
 	// verdicts matter most.
@@ -261,7 +261,7 @@ func (e *external) round(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec, d
 		o.RoundsRun, o.LastRoundTime, o.NextRoundTime, o.TargetNamespaces = round, &t, &next, namespaces
 		o.RoundUnderWay = nil
 		o.LastRoundSummary = summarize(done, reasons)
-		e.memory.remember(ca)
+		e.lastRounds.remember(ca)
 		if !slices.ContainsFunc(done, func(a v1alpha1.ChaosAction) bool { return a.Action != v1alpha1.ActionEvictionRefused }) {
 			e.record.Event(ca, event.Normal(reasonNothingHappened, upperFirst(o.LastRoundSummary)))
 		}

@@ -8,25 +8,27 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
 )
 
-// A memory holds each agent's status as its last round left it. The managed
+// lastRounds holds each agent's status as its last round left it. The managed
 // reconciler reads agents from a cache: a reconcile that follows a round
 // closely can see the agent as it was before the round, find a round due and
 // run a second one at once (and its status write then conflicts and is lost:
 // docs/architecture.md, "Write order"). Recalling the last round's
-// status in Observe prevents both within this process. The memory is lost on
+// status in Observe prevents both within this process. It is lost on
 // a restart and rebuilt with each share: what keeps another holder from
 // running a round again is the round's record in status, written before it
 // acts (round.go).
-type memory struct {
+type lastRounds struct {
 	mu    sync.Mutex
 	byUID map[types.UID]v1alpha1.ChaosAgentObservation
 }
 
-func newMemory() *memory { return &memory{byUID: map[types.UID]v1alpha1.ChaosAgentObservation{}} }
+func newLastRounds() *lastRounds {
+	return &lastRounds{byUID: map[types.UID]v1alpha1.ChaosAgentObservation{}}
+}
 
 // recall replaces the agent's status with the remembered one when that is
 // newer.
-func (m *memory) recall(ca *v1alpha1.ChaosAgent) {
+func (m *lastRounds) recall(ca *v1alpha1.ChaosAgent) {
 	if m == nil {
 		return
 	}
@@ -37,7 +39,7 @@ func (m *memory) recall(ca *v1alpha1.ChaosAgent) {
 	}
 }
 
-func (m *memory) remember(ca *v1alpha1.ChaosAgent) {
+func (m *lastRounds) remember(ca *v1alpha1.ChaosAgent) {
 	if m == nil {
 		return
 	}
@@ -46,7 +48,7 @@ func (m *memory) remember(ca *v1alpha1.ChaosAgent) {
 	m.byUID[ca.GetUID()] = *ca.Status.AtProvider.DeepCopy()
 }
 
-func (m *memory) forget(ca *v1alpha1.ChaosAgent) {
+func (m *lastRounds) forget(ca *v1alpha1.ChaosAgent) {
 	if m == nil {
 		return
 	}
