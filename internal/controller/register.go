@@ -6,8 +6,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/util/wait"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -65,6 +68,42 @@ func ManagedObjects() []client.Object {
 		&chaosv1alpha1.ChaosAgent{},
 	}
 }
+
+// CacheOptions are what the managed kinds ask of the manager's cache:
+// ImmortalContainer's pods and AppBundle's claims and Services, selected by
+// their owner label and, on a sharded replica, by its share; ConfigRollout's
+// workloads as metadata. The provider adds its own and owns the rest.
+func CacheOptions(share labels.Selector) (map[client.Object]cache.ByObject, error) {
+	ownedPods, err := ownedBy(immortalcontainer.LabelOwner)
+	if err != nil {
+		return nil, err
+	}
+	ownedByBundle, err := ownedBy(appbundle.LabelOwner)
+	if err != nil {
+		return nil, err
+	}
+	ownedPods, ownedByBundle = shard.Within(ownedPods, share), shard.Within(ownedByBundle, share)
+	out := configrollout.CacheOptions()
+	out[&corev1.Pod{}] = cache.ByObject{Label: ownedPods}
+	out[&corev1.PersistentVolumeClaim{}] = cache.ByObject{Label: ownedByBundle}
+	out[&corev1.Service{}] = cache.ByObject{Label: ownedByBundle}
+	return out, nil
+}
+
+// ownedBy selects objects that carry the label key.
+func ownedBy(key string) (labels.Selector, error) {
+	r, err := labels.NewRequirement(key, selection.Exists, nil)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot select objects labelled %s", key)
+	}
+	return labels.NewSelector().Add(*r), nil
+}
+
+// WatchedUnlabelled reports whether the manager watches obj's kind
+// namespace-wide without a shard label (ConfigRollout's workloads): a
+// sharded replica's share asks the API server for those of its shards'
+// namespaces only.
+func WatchedUnlabelled(obj any) bool { return configrollout.IsWorkloadMetadata(obj) }
 
 // Setup adds the controllers of parts to mgr at once; place is where
 // ShardLabels put managed resources.

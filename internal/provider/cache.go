@@ -1,53 +1,34 @@
 package provider
 
 import (
-	"maps"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/customresourcesgate"
 
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
-	"github.com/clusterops/provider-clusterops/internal/controller/appbundle"
-	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
-	"github.com/clusterops/provider-clusterops/internal/controller/immortalcontainer"
-	"github.com/clusterops/provider-clusterops/internal/shard"
+	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
 )
 
 // cacheOptions scope the manager's cache to what the provider acts on; on a
 // sharded replica (share), to what its shards' managed resources made.
 func cacheOptions(sync time.Duration, share labels.Selector) (cache.Options, error) {
-	ownedPods, err := ownedBy(immortalcontainer.LabelOwner)
+	byObject, err := clusterops.CacheOptions(share)
 	if err != nil {
 		return cache.Options{}, err
 	}
-	ownedByBundle, err := ownedBy(appbundle.LabelOwner)
-	if err != nil {
-		return cache.Options{}, err
-	}
-	ownedPods, ownedByBundle = shard.Within(ownedPods, share), shard.Within(ownedByBundle, share)
-	byObject := configrollout.CacheOptions()
 	if share != nil {
 		// A replica's share reads the usages of its own resources, which
 		// carry their shard (target's track); the configs' controllers, on
 		// the leading part, count every usage.
 		byObject[&v1alpha1.ProviderConfigUsage{}] = cache.ByObject{Label: share}
 	}
-	maps.Copy(byObject, map[client.Object]cache.ByObject{
-		&corev1.Pod{}:                   {Label: ownedPods},
-		&corev1.PersistentVolumeClaim{}: {Label: ownedByBundle},
-		&corev1.Service{}:               {Label: ownedByBundle},
-		// Safe-start reads only a CRD's names, versions and conditions;
-		// the schemas are most of its size.
-		&apiextensionsv1.CustomResourceDefinition{}: {Transform: customresourcesgate.TransformStripCRDSchema},
-	})
+	// Safe-start reads only a CRD's names, versions and conditions; the
+	// schemas are most of its size.
+	byObject[&apiextensionsv1.CustomResourceDefinition{}] = cache.ByObject{Transform: customresourcesgate.TransformStripCRDSchema}
 	return cache.Options{
 		SyncPeriod:       positive(sync),
 		DefaultTransform: cache.TransformStripManagedFields(),
@@ -66,16 +47,8 @@ func cacheOptions(sync time.Duration, share labels.Selector) (cache.Options, err
 		// sharded replica's ConfigRollouts are its shards' only
 		// (shardCacheOptions); the locks and baselines of every other rollout
 		// are read from a slim cache of all of them that ConfigRollout's
-		// Setup adds (configrollout.SlimRollout).
+		// Setup adds (configrollout.SlimRollout). Each kind's entries come
+		// from internal/controller (CacheOptions).
 		ByObject: byObject,
 	}, nil
-}
-
-// ownedBy selects objects that carry the label key.
-func ownedBy(key string) (labels.Selector, error) {
-	r, err := labels.NewRequirement(key, selection.Exists, nil)
-	if err != nil {
-		return nil, errors.Wrapf(err, "cannot select objects labelled %s", key)
-	}
-	return labels.NewSelector().Add(*r), nil
 }

@@ -182,7 +182,7 @@ type Provider struct {
 	rebuild chan string
 	// share, on a sharded replica's leading part, runs the replica's share
 	// of the fleet; o builds the leading part again (lead).
-	share *replica
+	share *shareRunner
 	o     Options
 }
 
@@ -266,7 +266,7 @@ func New(o Options) (*Provider, error) {
 		return nil, err
 	}
 	if which&clusterops.ShardLabels != 0 {
-		p.share, p.o = &replica{o: o}, o
+		p.share, p.o = &shareRunner{o: o}, o
 	}
 	return p, nil
 }

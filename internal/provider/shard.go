@@ -25,7 +25,6 @@ import (
 
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
-	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
 	"github.com/clusterops/provider-clusterops/internal/shard"
 )
 
@@ -128,7 +127,7 @@ func (sh *sharding) watches(namespace string) bool {
 // shardSelector), so that a replica holds its share's workloads and not every
 // one of the cluster; lw itself for any other kind, or without filter.
 func selectShare(lw toolscache.ListerWatcher, obj kruntime.Object, filter string) toolscache.ListerWatcher {
-	if filter == "" || !configrollout.IsWorkloadMetadata(obj) {
+	if filter == "" || !clusterops.WatchedUnlabelled(obj) {
 		return lw
 	}
 	lwc := toolscache.ToListerWatcherWithContext(lw)
@@ -205,16 +204,16 @@ func servedBy(cfg *rest.Config) (func(schema.GroupVersionKind) bool, error) {
 	}, nil
 }
 
-// A replica runs a sharded provider's share of the fleet on every replica,
-// leading or not: it takes part in sharing the shards (shard.Run) and runs a
-// provider with the managed resources' controllers for the shards it holds,
-// built again whenever they change.
-type replica struct {
+// A shareRunner runs a sharded provider's share of the fleet on every
+// replica, leading or not: it takes part in sharing the shards (shard.Run)
+// and runs a provider with the managed resources' controllers for the
+// shards it holds, built again whenever they change.
+type shareRunner struct {
 	o Options
 }
 
 // Start shares the fleet until ctx ends.
-func (r *replica) Start(ctx context.Context) error {
+func (r *shareRunner) Start(ctx context.Context) error {
 	o := r.o
 	log := o.Logger
 	if log == nil {
