@@ -82,10 +82,14 @@ func buildDashboard() (dashboard.Dashboard, error) {
 		WithPanel(series("Drift repaired", "Objects another writer edited or deleted that the provider repaired, a second, by kind.", "ops", 8,
 			query{`sum by (kind) (rate(clusterops_drift_repaired_total` + rate + `)) or vector(0)`, "{{kind}}"})).
 		WithRow(dashboard.NewRowBuilder("Rollouts and waves")).
-		WithPanel(series("ConfigRollouts", "ConfigRollouts that exist and those Ready: a rollout rolling a wave, halted or held back is not Ready.", "none", 12,
+		WithPanel(series("ConfigRollouts", "ConfigRollouts that exist and those Ready: a rollout rolling a wave, halted or held back is not Ready.", "none", 6,
 			query{`sum(crossplane_managed_resource_exists{gvk=~".*Kind=ConfigRollout"}) or vector(0)`, "exist"},
 			query{`sum(crossplane_managed_resource_ready{gvk=~".*Kind=ConfigRollout"}) or vector(0)`, "Ready"})).
-		WithPanel(series("ConfigRollout reconciles", "Reconciles of ConfigRollouts a second, by result: each wave is a reconcile that rolls.", "ops", 12,
+		WithPanel(series("Rollouts by phase", "Staggered, windowed or limited ConfigRollouts that are not complete, by phase: Rolling, Halted (ClusteropsRolloutHalted), WaitingForWindow, Limited.", "none", 6,
+			query{`count by (phase) (clusterops_configrollout_phase == 1) or vector(0)`, "{{phase}}"})).
+		WithPanel(series("Workloads in flight", "The wave each staggered ConfigRollout has in flight: workloads rolled and not available yet.", "none", 6,
+			query{`sum by (namespace, name) (clusterops_configrollout_in_flight_workloads)`, "{{namespace}}/{{name}}"})).
+		WithPanel(series("ConfigRollout reconciles", "Reconciles of ConfigRollouts a second, by result: each wave is a reconcile that rolls.", "ops", 6,
 			query{`sum by (result) (rate(controller_runtime_reconcile_total{controller=~".*configrollout.*"}` + rate + `)) or vector(0)`, "{{result}}"})).
 		WithRow(dashboard.NewRowBuilder("Chaos rounds and verdicts")).
 		WithPanel(series("Chaos actions", "Actions ChaosAgents took a second, by action.", "ops", 8,

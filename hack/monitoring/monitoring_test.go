@@ -111,6 +111,21 @@ func ruleCases() map[string]ruleCase {
 		"CopiesInSync": {alert: "ClusteropsCopiesStale", at: "15m",
 			series: map[string]string{`clusterops_copyrule_stale_at_timestamp_seconds{namespace="team-a",name="other",` + inst + `}`: "_x30"}},
 
+		"RolloutHalted": {alert: "ClusteropsRolloutHalted", at: "5m",
+			series: map[string]string{
+				`clusterops_configrollout_phase{namespace="team-a",name="waves",phase="Halted",` + inst + `}`:  "_x2 1x30",
+				`clusterops_configrollout_phase{namespace="team-b",name="other",phase="Rolling",` + inst + `}`: "1x30",
+			},
+			fire: []firing{{labels: map[string]string{"namespace": "team-a", "name": "waves"},
+				description: "ConfigRollout team-a/waves is halted: status.atProvider.progress.halted names the workload still in flight past progressDeadline " +
+					"(Progressing=False, reason ProgressDeadlineExceeded). It resumes when that workload is available, the sources change again, " +
+					"or progressDeadline is raised: kubectl get configrollout -n team-a waves -o yaml."}}},
+		"RolloutResumed": {alert: "ClusteropsRolloutHalted", at: "10m",
+			series: map[string]string{
+				`clusterops_configrollout_phase{namespace="team-a",name="waves",phase="Halted",` + inst + `}`:  "1x4 _x30",
+				`clusterops_configrollout_phase{namespace="team-a",name="waves",phase="Rolling",` + inst + `}`: "_x4 1x30",
+			}},
+
 		"RolloutNotReady": {alert: "ClusteropsRolloutNotReady", at: "20m",
 			series: map[string]string{
 				`crossplane_managed_resource_exists{gvk="` + rolloutGVK + `",` + inst + `}`: "3x30",

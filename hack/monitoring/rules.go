@@ -81,6 +81,18 @@ func alerts(c Config) []alert {
 				"rollout limit holds one back. kubectl get configrollouts -A -o wide names them (column PHASE).",
 		},
 		{
+			// A staggered rollout has a phase series while unfinished; Halted
+			// is already past its progressDeadline.
+			name:   "ClusteropsRolloutHalted",
+			expr:   `max by (namespace, name) (clusterops_configrollout_phase{phase="Halted"}) == 1`,
+			forDur: time.Minute, severity: "warning",
+			summary: "A ConfigRollout is halted: a workload it rolled is not available within progressDeadline.",
+			description: "ConfigRollout {{ $labels.namespace }}/{{ $labels.name }} is halted: status.atProvider.progress.halted " +
+				"names the workload still in flight past progressDeadline (Progressing=False, reason ProgressDeadlineExceeded). " +
+				"It resumes when that workload is available, the sources change again, or progressDeadline is raised: " +
+				"kubectl get configrollout -n {{ $labels.namespace }} {{ $labels.name }} -o yaml.",
+		},
+		{
 			name:   "ClusteropsChaosPausedBySteadyState",
 			expr:   `max by (agent) (clusterops_chaos_acting{reason="SteadyStateViolated"} == 0)`,
 			forDur: 30 * time.Minute, severity: "warning",

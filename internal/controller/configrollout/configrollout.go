@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -115,13 +116,26 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	if _, err := inf.AddEventHandler(autos.handler()); err != nil {
 		return errors.Wrap(err, "cannot count auto ConfigRollouts")
 	}
+	met, err := newRolloutMetrics(o.Metrics)
+	if err != nil {
+		return err
+	}
+	// The gauges are the provider's, the rollouts this controller's: a
+	// sharded replica builds its controllers again when its shards change.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		met.forgetAll()
+		return nil
+	})); err != nil {
+		return errors.Wrap(err, "cannot add the ConfigRollout metrics' cleanup")
+	}
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ConfigRollout]{
 		GroupVersionKind: resource.ManagedKind(v1alpha1.ConfigRolloutGroupVersionKind),
 		Object:           &v1alpha1.ConfigRollout{},
 		List:             &v1alpha1.ConfigRolloutList{},
 		OwnNamespace:     true,
 		NewClient: func(c *target.Cluster, rec event.Recorder, status client.SubResourceWriter, cr *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
-			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait, rollouts: others, status: status}
+			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait, rollouts: others, status: status, metrics: met}
 			if c.Local && (o.Watches == nil || o.Watches(cr.GetNamespace())) {
 				// The workloads' metadata watches feed the manager's cache on
 				// the provider's own cluster only, and on a sharded replica
@@ -201,6 +215,8 @@ type external struct {
 	// (progress.go), nil when every pending workload rolls at once.
 	waiting *waiters
 	gate    *gate
+	// metrics say which rollouts are under way, halted or held back.
+	metrics *rolloutMetrics
 
 	// contents are the sources' contents Observe read, Secrets' included:
 	// held in memory for this reconcile only, for the per-workload hashes.
@@ -218,8 +234,10 @@ type external struct {
 // workload carries. It never writes outside the ConfigRollout's status.
 func (e *external) Observe(ctx context.Context, cr *v1alpha1.ConfigRollout) (managed.ExternalObservation, error) {
 	if meta.WasDeleted(cr) {
-		// A rollout on its way out waits for no workload.
+		// A rollout on its way out waits for no workload, and is under way
+		// no more.
 		e.waiting.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, nil)
+		e.metrics.forget(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()})
 		// Delete releases the locks; the hash annotations stay.
 		held, err := lockedBy(ctx, e.cluster.Client, e.cache, cr.GetNamespace(), cr.GetName())
 		if err != nil {

@@ -71,6 +71,7 @@ func (e *external) planWave(cr *v1alpha1.ConfigRollout, ws []workload, pending m
 	if p.Strategy == nil && len(p.Windows) == 0 && len(held) == 0 && !wasLimited {
 		o.Progress = nil
 		e.waiting.set(nn, nil)
+		e.metrics.forget(nn)
 		return nil
 	}
 	windows, err := window.ParseAll("spec.forProvider.windows", p.Windows)
@@ -237,6 +238,7 @@ func (e *external) setProgress(cr *v1alpha1.ConfigRollout, prev *v1alpha1.Rollou
 		c.Reason, c.Message = v1alpha1.ReasonRolloutComplete, counts
 	}
 	cr.SetConditions(c)
+	e.metrics.set(types.NamespacedName{Namespace: cr.GetNamespace(), Name: cr.GetName()}, pr)
 
 	was := ""
 	if prev != nil {
