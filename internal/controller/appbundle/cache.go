@@ -109,4 +109,3 @@ func changes[T client.Object](own *ownwrite.Filter[ownwrite.Key], kind string, c
 		GenericFunc: func(ctrlevent.GenericEvent) bool { return true },
 	}
 }
-
