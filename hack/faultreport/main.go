@@ -189,16 +189,16 @@ func slope(xs, ys []float64) float64 {
 	return (n*sxy - sx*sy) / d
 }
 
-// settled are the samples of the run's second half: the first minutes carry
+// steadyHalf are the samples of the run's second half: the first minutes carry
 // the caches' and the pools' growth to their working size.
-func settled(r result) []sample {
+func steadyHalf(r result) []sample {
 	return r.Samples[len(r.Samples)/2:]
 }
 
-// perHour is the slope of v over the settled samples, per hour.
+// perHour is the slope of v over the steady samples, per hour.
 func perHour(r result, v func(sample) float64) float64 {
 	var xs, ys []float64
-	for _, s := range settled(r) {
+	for _, s := range steadyHalf(r) {
 		xs, ys = append(xs, float64(s.Minute)), append(ys, v(s))
 	}
 	return 60 * slope(xs, ys)

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-func TestSlope(t *testing.T) {
+func TestSlopeIsTheLeastSquaresSlope(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		xs, ys []float64
@@ -28,9 +28,9 @@ func TestSlope(t *testing.T) {
 	}
 }
 
-// TestReport checks the report of a run whose heap grows 1 MiB a minute in
+// TestReportGivesGrowthAndCostPerChange checks the report of a run whose heap grows 1 MiB a minute in
 // its second half and whose changes cost 10 requests each.
-func TestReport(t *testing.T) {
+func TestReportGivesGrowthAndCostPerChange(t *testing.T) {
 	r := result{N: 100, Namespaces: 1, Minutes: 4, PercentPerMinute: 1}
 	for m := range 4 {
 		r.Samples = append(r.Samples, sample{Minute: m, Changes: 2, Heap: float64(10+m) * (1 << 20), Goroutines: 50, Requests: 20, Writes: 4, Reconciles: 2})

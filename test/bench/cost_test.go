@@ -100,7 +100,7 @@ func BenchmarkIdleCost(b *testing.B) {
 			}
 			return e.Client.Patch(ctx, mrs[i], client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"bench-poll":"1"}}}`)))
 		})
-		pass, err := settled(ctx)
+		pass, err := quietCounts(ctx)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -113,16 +113,16 @@ func BenchmarkIdleCost(b *testing.B) {
 	}
 }
 
-// settled waits until the provider sends at most one request a second over
+// quietCounts waits until the provider sends at most one request a second over
 // 10 s, and returns its counts.
-func settled(ctx context.Context) (requestCounts, error) { return settledPolling(ctx, 0) }
+func quietCounts(ctx context.Context) (requestCounts, error) { return quietCountsPolling(ctx, 0) }
 
-// settledPolling is settled for a provider with mrs converged managed
+// quietCountsPolling is quietCounts for a provider with mrs converged managed
 // resources, whose safety-net polls (--poll's default of 10 minutes, up to 3
 // reads each) are allowed on top: from 10 minutes after a fleet was made,
 // 10,000 of them poll at about 50 requests a second for good, and a
-// provider that does only that is settled.
-func settledPolling(ctx context.Context, mrs int) (requestCounts, error) {
+// provider that does only that is quiet.
+func quietCountsPolling(ctx context.Context, mrs int) (requestCounts, error) {
 	allowed := 10 + 3*mrs*10/600
 	var seen []requestCounts
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {

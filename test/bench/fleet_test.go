@@ -567,7 +567,7 @@ func BenchmarkFleet(b *testing.B) {
 		}
 	}
 
-	if _, err := settledPolling(ctx, n+fleetProbes); err != nil {
+	if _, err := quietCountsPolling(ctx, n+fleetProbes); err != nil {
 		b.Fatal(err)
 	}
 	after, err := fleetSample(ctx)
@@ -585,7 +585,7 @@ func BenchmarkFleet(b *testing.B) {
 		}
 		r.AfterMs = append(r.AfterMs, d)
 	}
-	if _, err := settledPolling(ctx, n+fleetProbes); err != nil {
+	if _, err := quietCountsPolling(ctx, n+fleetProbes); err != nil {
 		b.Fatal(err)
 	}
 	probed, err := fleetScrape()

@@ -143,7 +143,7 @@ func BenchmarkSoak(b *testing.B) {
 	}
 	r := soakResult{N: total, Namespaces: len(nss), Minutes: minutes, PercentPerMinute: soakPercent, ConvergeSeconds: time.Since(start).Seconds()}
 	b.Logf("%d managed resources converged in %.0f s", total, r.ConvergeSeconds)
-	if _, err := settledPolling(ctx, total); err != nil {
+	if _, err := quietCountsPolling(ctx, total); err != nil {
 		b.Fatal(err)
 	}
 

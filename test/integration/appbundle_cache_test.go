@@ -86,7 +86,7 @@ func TestAppBundleCacheLeavesConfigRolloutsDeploymentsAlone(t *testing.T) {
 		"plain": {"app": "plain"},
 		"web":   {"app": "web", appbundle.LabelOwner: "web"},
 	} {
-		create(t, &appsv1.Deployment{
+		env.Create(t, &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: lbls},
 			Spec: appsv1.DeploymentSpec{
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},

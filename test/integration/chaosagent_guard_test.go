@@ -75,7 +75,7 @@ func TestChaosAgentGuardAdmission(t *testing.T) {
 // does not keep acting while later tests wait for the provider to be idle.
 func startAgent(t *testing.T, ca *chaosv1alpha1.ChaosAgent) {
 	t.Helper()
-	create(t, ca)
+	env.Create(t, ca)
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), ca) })
 }
 
@@ -126,7 +126,7 @@ func wholeDeployment(t *testing.T, ns, name string, replicas int32) *appsv1.Depl
 			},
 		},
 	}
-	create(t, d)
+	env.Create(t, d)
 	setDeploymentStatus(t, d, replicas, replicas)
 	return d
 }
@@ -186,7 +186,7 @@ func TestChaosAgentConfigKillSwitch(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "chaos-kill-switch"},
 		Spec:       pcv1alpha1.ClusterProviderConfigSpec{Credentials: pcv1alpha1.ClusterCredentials{Source: pcv1alpha1.CredentialsSourceInjectedIdentity}},
 	}
-	create(t, cpc)
+	env.Create(t, cpc)
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cpc) })
 	ca := chaosAgent(ns, "configured", allModes)
 	ca.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: pcv1alpha1.ClusterProviderConfigKind, Name: cpc.Name}

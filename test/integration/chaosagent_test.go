@@ -44,7 +44,7 @@ func runningPod(t *testing.T, ns, name string, labels map[string]string) *corev1
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
 	}
-	create(t, p)
+	env.Create(t, p)
 	p.Status.Phase = corev1.PodRunning
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	if err := env.Client.Status().Update(context.Background(), p); err != nil {
@@ -90,7 +90,7 @@ func TestChaosAgentBelowToleranceKillsNothing(t *testing.T) {
 		pods = append(pods, runningPod(t, ns, n, nil))
 	}
 	ca := chaosAgent(ns, "edmund", func(p *chaosv1alpha1.ChaosAgentParameters) { p.TantrumMode, p.PodTolerance = true, 4 })
-	create(t, ca)
+	env.Create(t, ca)
 	rounds(t, ca, 3)
 	if s := ca.Status.AtProvider.LastRoundSummary; !strings.Contains(s, "3 candidate pods, below podTolerance 4") {
 		t.Errorf("lastRoundSummary = %q, want it to say the pods are below tolerance", s)
@@ -121,7 +121,7 @@ func TestChaosAgentKillsOnlyInTargets(t *testing.T) {
 		p.TantrumMode, p.RespectDisruptionBudgets, p.MaxActionsPerRound = true, ptr.To(false), 10
 		p.Namespaces = []string{own, team, unreachable}
 	})
-	create(t, ca)
+	env.Create(t, ca)
 	testenv.Eventually(t, wait, "the pods in the target namespaces to be killed", func(context.Context) (bool, error) {
 		for _, p := range victims {
 			if exists(t, p.DeepCopy()) {
@@ -152,13 +152,13 @@ func TestChaosAgentEvictionRefusedByPDB(t *testing.T) {
 	ns := env.Namespace(t, "chaos-pdb", nil)
 	guarded := runningPod(t, ns, "guarded", map[string]string{"app": "guarded"})
 	// No disruption controller runs on envtest: the budget never allows a disruption.
-	create(t, &policyv1.PodDisruptionBudget{
+	env.Create(t, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "guard", Namespace: ns},
 		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "guarded"}}},
 	})
 	free := runningPod(t, ns, "free", nil)
 	ca := chaosAgent(ns, "polite", func(p *chaosv1alpha1.ChaosAgentParameters) { p.TantrumMode, p.MaxActionsPerRound = true, 2 })
-	create(t, ca)
+	env.Create(t, ca)
 	testenv.Eventually(t, wait, "a refused eviction to be reported", func(ctx context.Context) (bool, error) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(ca), ca); err != nil {
 			return false, err
@@ -205,9 +205,9 @@ func TestChaosAgentDoublesUpToMaxReplicasAndReverts(t *testing.T) {
 			},
 		},
 	}
-	create(t, d)
+	env.Create(t, d)
 	ca := chaosAgent(ns, "cancer", func(p *chaosv1alpha1.ChaosAgentParameters) { p.CancerMode, p.MaxReplicas = true, 10 })
-	create(t, ca)
+	env.Create(t, ca)
 	testenv.Eventually(t, wait, "the Deployment to reach maxReplicas", func(ctx context.Context) (bool, error) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(d), d)
 		return *d.Spec.Replicas == 10, err
@@ -242,12 +242,12 @@ func TestChaosAgentIpsumSkipsProtectedAndReverts(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: ns}, Data: map[string]string{"ca.crt": "cert"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "rollout", Namespace: ns, Labels: map[string]string{"workload.clusterops.io/appbundle": "b"}}, Data: map[string]string{"k": "v"}},
 	}
-	create(t, victim)
+	env.Create(t, victim)
 	for _, c := range protected {
-		create(t, c)
+		env.Create(t, c)
 	}
 	ca := chaosAgent(ns, "ipsum", func(p *chaosv1alpha1.ChaosAgentParameters) { p.IpsumMode, p.MaxActionsPerRound = true, 10 })
-	create(t, ca)
+	env.Create(t, ca)
 	testenv.Eventually(t, wait, "the ConfigMap to be rewritten", func(ctx context.Context) (bool, error) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(victim), victim)
 		return victim.Data["app.yaml"] != original["app.yaml"], err
@@ -308,7 +308,7 @@ func snapshot(t *testing.T, ns string) map[string]string {
 func victims(t *testing.T, ns string) {
 	t.Helper()
 	runningPod(t, ns, "pod", nil)
-	create(t,
+	env.Create(t,
 		&appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 			Spec: appsv1.DeploymentSpec{
@@ -333,7 +333,7 @@ func TestChaosAgentDryRunWritesNothing(t *testing.T) {
 	victims(t, ns)
 	before := snapshot(t, ns)
 	ca := chaosAgent(ns, "dry", func(p *chaosv1alpha1.ChaosAgentParameters) { allModes(p); p.DryRun = true })
-	create(t, ca)
+	env.Create(t, ca)
 	rounds(t, ca, 3)
 	if diff := cmpMaps(before, snapshot(t, ns)); diff != "" {
 		t.Errorf("a dry run wrote to the cluster: %s", diff)
@@ -387,7 +387,7 @@ func TestChaosAgentObserveOnlyWritesNothing(t *testing.T) {
 	before := snapshot(t, ns)
 	ca := chaosAgent(ns, "observer", allModes)
 	ca.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve}
-	create(t, ca)
+	env.Create(t, ca)
 	rounds(t, ca, 2)
 	if diff := cmpMaps(before, snapshot(t, ns)); diff != "" {
 		t.Errorf("an Observe-only agent wrote to the cluster: %s", diff)
@@ -409,14 +409,14 @@ func TestChaosAgentQuietWindowWritesNothing(t *testing.T) {
 		allModes(p)
 		p.QuietWindows = []chaosv1alpha1.QuietWindow{{Start: "00:00", End: "00:00", TimeZone: "Europe/Berlin"}}
 	})
-	create(t, ca)
+	env.Create(t, ca)
 	testenv.Eventually(t, wait, "the agent to report its quiet window", func(ctx context.Context) (bool, error) {
 		err := env.Client.Get(ctx, client.ObjectKeyFromObject(ca), ca)
 		return strings.Contains(ca.Status.AtProvider.LastRoundSummary, "quiet window until"), err
 	})
 	// A dry-running companion with the same interval shows three rounds' time passing.
 	companion := chaosAgent(ns, "clock", func(p *chaosv1alpha1.ChaosAgentParameters) { p.IpsumMode, p.DryRun = true, true })
-	create(t, companion)
+	env.Create(t, companion)
 	rounds(t, companion, 3)
 	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: "quiet"}, ca); err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func TestConfigRolloutFollowsWithoutRolling(t *testing.T) {
 				d.Labels["tier"] = "front"
 				return d
 			}
-			create(t, cm, front("web-0"), front("web-1"), front("web-2"))
+			env.Create(t, cm, front("web-0"), front("web-1"), front("web-2"))
 			cr := &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "follow", Namespace: ns}}
 			cr.Spec.ForProvider.ConfigMaps = []workloadv1alpha1.SourceRef{{Name: "conf"}}
 			pick(&cr.Spec.ForProvider)
@@ -55,7 +55,7 @@ func TestConfigRolloutFollowsWithoutRolling(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			create(t, cr)
+			env.Create(t, cr)
 			// followed waits until the rollout's status records the current
 			// hash as the baseline of each Deployment (a named rollout is not
 			// Ready while one it names does not exist).
@@ -97,7 +97,7 @@ func TestConfigRolloutFollowsWithoutRolling(t *testing.T) {
 			generations("after adoption and another reconcile", map[string]int64{"web-0": 1, "web-1": 1, "web-2": 1})
 
 			// A workload created later is followed, not rolled.
-			create(t, front("late"))
+			env.Create(t, front("late"))
 			followed("late")
 			n, err = testenv.Reconciles(controller)
 			if err != nil {
@@ -162,13 +162,13 @@ func TestConfigRolloutFollowerHandover(t *testing.T) {
 		cr.Spec.ForProvider.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 		return cr
 	}
-	create(t,
+	env.Create(t,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns}, Data: map[string]string{"k": "a"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: ns}, Data: map[string]string{"k": "b"}},
 		consumer(ns, "web", ""), rollout("first", "a"))
 	rolledTo(t, ns, "first", "web")
 	newer := rollout("second", "b")
-	create(t, newer)
+	env.Create(t, newer)
 	testenv.Eventually(t, wait, "the newer ConfigRollout to say why it does not follow web", func(ctx context.Context) (bool, error) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "second"}, newer)
 		return newer.GetCondition(xpv2.TypeReady).Message == `Deployment "web" follows ConfigRollout "first": a workload follows one ConfigRollout, so it is not rolled by this one`, err

@@ -69,7 +69,7 @@ func TestConfigRolloutRollsCronJobs(t *testing.T) {
 		}},
 	}
 	nightly := cronJob(ns, "nightly", "report-settings")
-	create(t, cm, nightly)
+	env.Create(t, cm, nightly)
 	// A Job the CronJob started, still running: its own copy of the template.
 	running := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: "nightly-1", Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
@@ -77,7 +77,7 @@ func TestConfigRolloutRollsCronJobs(t *testing.T) {
 		}}},
 		Spec: *nightly.Spec.JobTemplate.Spec.DeepCopy(),
 	}
-	create(t, running, cr)
+	env.Create(t, running, cr)
 	r, _ := cronRolledTo(t, ns, "reports", "nightly")
 	first := r.Status.AtProvider.Hash
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "nightly-1"}, running); err != nil {
@@ -104,7 +104,7 @@ func TestConfigRolloutRollsCronJobs(t *testing.T) {
 	}
 
 	// A CronJob created later is found on its watch event.
-	create(t, cronJob(ns, "weekly", "report-settings"))
+	env.Create(t, cronJob(ns, "weekly", "report-settings"))
 	cronRolledTo(t, ns, "reports", "weekly")
 }
 

@@ -58,7 +58,7 @@ func TestConfigRolloutAutoFleetReadsEachWorkloadOnce(t *testing.T) {
 	ns := env.Namespace(t, "rollout-auto-reads", nil)
 	const n = 16
 	for i := range n {
-		create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: ns}, Data: map[string]string{"k": "v"}},
+		env.Create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("cm-%d", i), Namespace: ns}, Data: map[string]string{"k": "v"}},
 			consumer(ns, fmt.Sprintf("d-%d", i), fmt.Sprintf("cm-%d", i)))
 	}
 	// The Deployments' events, heard while no auto rollout is there, read
@@ -71,7 +71,7 @@ func TestConfigRolloutAutoFleetReadsEachWorkloadOnce(t *testing.T) {
 		cr := &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r-%d", i), Namespace: ns}}
 		cr.Spec.ForProvider.ConfigMaps = []workloadv1alpha1.SourceRef{{Name: fmt.Sprintf("cm-%d", i)}}
 		cr.Spec.ForProvider.Auto = true
-		create(t, cr)
+		env.Create(t, cr)
 	}
 	for i := range n {
 		rolledTo(t, ns, fmt.Sprintf("r-%d", i), fmt.Sprintf("d-%d", i))
@@ -111,7 +111,7 @@ func rolloutFleet(t *testing.T, ns string, n int, pick func(i int, p *workloadv1
 		cr := &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r-%d", i), Namespace: ns}}
 		cr.Spec.ForProvider.ConfigMaps = []workloadv1alpha1.SourceRef{{Name: cm.Name}}
 		pick(i, &cr.Spec.ForProvider)
-		create(t, cm, consumer(ns, fmt.Sprintf("d-%d", i), cm.Name), cr)
+		env.Create(t, cm, consumer(ns, fmt.Sprintf("d-%d", i), cm.Name), cr)
 	}
 	for i := range n {
 		rolledTo(t, ns, fmt.Sprintf("r-%d", i), fmt.Sprintf("d-%d", i))
@@ -170,11 +170,11 @@ func reconcilesOnly(t *testing.T, ns string, is ...int) {
 func TestConfigRolloutSelectorReadsOnlyWhatItSelects(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t, "rollout-selector", nil)
-	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}})
+	env.Create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}})
 	for i := range 8 {
-		create(t, consumer(ns, fmt.Sprintf("other-%d", i), "conf"))
+		env.Create(t, consumer(ns, fmt.Sprintf("other-%d", i), "conf"))
 	}
-	create(t, consumer(ns, "picked", "conf"))
+	env.Create(t, consumer(ns, "picked", "conf"))
 	mark := env.Requests.Len()
 	cr := &workloadv1alpha1.ConfigRollout{
 		ObjectMeta: metav1.ObjectMeta{Name: "sel", Namespace: ns},
@@ -183,7 +183,7 @@ func TestConfigRolloutSelectorReadsOnlyWhatItSelects(t *testing.T) {
 			Selector:   &metav1.LabelSelector{MatchLabels: map[string]string{"app": "picked"}},
 		}},
 	}
-	create(t, cr)
+	env.Create(t, cr)
 	rolledTo(t, ns, "sel", "picked")
 	if err := env.Client.Delete(ctx, cr); err != nil {
 		t.Fatal(err)
@@ -220,8 +220,8 @@ func TestConfigRolloutLockOfAGoneRolloutIsFree(t *testing.T) {
 	ns := env.Namespace(t, "rollout-ghost-lock", nil)
 	d := consumer(ns, "api", "conf")
 	d.Annotations = map[string]string{"workload.clusterops.io/config-rollout": "gone"}
-	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}}, d)
-	create(t, &workloadv1alpha1.ConfigRollout{
+	env.Create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}}, d)
+	env.Create(t, &workloadv1alpha1.ConfigRollout{
 		ObjectMeta: metav1.ObjectMeta{Name: "live", Namespace: ns},
 		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
 			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},

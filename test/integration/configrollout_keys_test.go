@@ -43,7 +43,7 @@ func TestConfigRolloutRollsOnlyForKeysRead(t *testing.T) {
 			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "app"}}, Auto: true,
 		}},
 	}
-	create(t, cm, port, files, everything, cr)
+	env.Create(t, cm, port, files, everything, cr)
 
 	// settled waits until every Deployment carries the hash the rollout's
 	// status records for it, the rollout is Ready, and the one that reads

@@ -64,7 +64,7 @@ func TestConfigRolloutLimitsAFlappingSource(t *testing.T) {
 			RolloutLimit: &workloadv1alpha1.RolloutLimit{Rollouts: 2, Within: &metav1.Duration{Duration: within}},
 		}},
 	}
-	create(t, cm, consumer(ns, "web", "conf"), cr)
+	env.Create(t, cm, consumer(ns, "web", "conf"), cr)
 	_, d := rolledTo(t, ns, "flap", "web")
 	gen := d.Generation
 

@@ -57,7 +57,7 @@ func lostLock(t *testing.T, reason string, drop func(d *appsv1.Deployment)) {
 	cr := &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "follow", Namespace: ns}}
 	cr.Spec.ForProvider.ConfigMaps = []workloadv1alpha1.SourceRef{{Name: "conf"}}
 	cr.Spec.ForProvider.Workloads = []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}}
-	create(t, cm, consumer(ns, "web", "conf"), cr)
+	env.Create(t, cm, consumer(ns, "web", "conf"), cr)
 	rolledTo(t, ns, "follow", "web")
 
 	// A change rolls it: the lock and the hash are written.

@@ -38,7 +38,7 @@ func TestConfigRolloutLostLockOfTwo(t *testing.T) {
 		cr.Spec.ForProvider.Workloads = []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}}
 		return cr
 	}
-	create(t, conf, extra, consumer(ns, "web", "conf"), rollout("first", "conf"))
+	env.Create(t, conf, extra, consumer(ns, "web", "conf"), rollout("first", "conf"))
 	rolledTo(t, ns, "first", "web")
 	settledAt(t, ns, "first", conf, "v2")
 	if d := deployment(t, ns, "web"); d.Annotations[lockKey] != "first" {
@@ -46,7 +46,7 @@ func TestConfigRolloutLostLockOfTwo(t *testing.T) {
 	}
 
 	// The second finds the lock, and leaves the Deployment alone.
-	create(t, rollout("second", "conf", "extra"))
+	env.Create(t, rollout("second", "conf", "extra"))
 	followsFirst := func(ctx context.Context) (bool, error) {
 		r := &workloadv1alpha1.ConfigRollout{}
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "second"}, r)

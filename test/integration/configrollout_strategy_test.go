@@ -77,7 +77,7 @@ func TestConfigRolloutStrategyAdmission(t *testing.T) {
 			Strategy:   &workloadv1alpha1.RolloutStrategy{},
 		}},
 	}
-	create(t, r)
+	env.Create(t, r)
 	if s := r.Spec.ForProvider.Strategy; s.MaxConcurrent != 1 || s.ProgressDeadline == nil || s.ProgressDeadline.Duration != 10*time.Minute {
 		t.Errorf("strategy defaults = %+v, want maxConcurrent 1, progressDeadline 10m", s)
 	}
@@ -132,14 +132,14 @@ func eventCount(t *testing.T, ns, object, reason string) int32 {
 func TestConfigRolloutStaggered(t *testing.T) {
 	ns := env.Namespace(t, "stagger", nil)
 	names := []string{"d1", "d2", "d3"}
-	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}})
+	env.Create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}})
 	var refs []workloadv1alpha1.WorkloadRef
 	for _, n := range names {
-		create(t, consumer(ns, n, "conf"))
+		env.Create(t, consumer(ns, n, "conf"))
 		settle(t, ns, n)
 		refs = append(refs, workloadv1alpha1.WorkloadRef{Kind: "Deployment", Name: n})
 	}
-	create(t, &workloadv1alpha1.ConfigRollout{
+	env.Create(t, &workloadv1alpha1.ConfigRollout{
 		ObjectMeta: metav1.ObjectMeta{Name: "waves", Namespace: ns},
 		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
 			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},
@@ -251,7 +251,7 @@ func TestConfigRolloutWindows(t *testing.T) {
 	// A window that opens in two hours, for an hour: closed now.
 	closed := apisv1alpha1.TimeWindow{Start: hhmm(now.Add(2 * time.Hour)), End: hhmm(now.Add(3 * time.Hour)), TimeZone: "UTC"}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "0"}}
-	create(t, cm, consumer(ns, "web", "conf"))
+	env.Create(t, cm, consumer(ns, "web", "conf"))
 	cr := &workloadv1alpha1.ConfigRollout{
 		ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: ns},
 		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
@@ -260,7 +260,7 @@ func TestConfigRolloutWindows(t *testing.T) {
 			Windows:    []apisv1alpha1.TimeWindow{closed},
 		}},
 	}
-	create(t, cr)
+	env.Create(t, cr)
 	// Followed, not rolled: the window has nothing to hold back yet.
 	r, d := rolledTo(t, ns, "nightly", "web")
 	gen := d.Generation

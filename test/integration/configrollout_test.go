@@ -53,15 +53,6 @@ func consumer(ns, name, cm string) *appsv1.Deployment {
 	return d
 }
 
-func create(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // rolledTo waits until the ConfigRollout has settled (Ready) and Deployment
 // name runs its current configuration: its pod template carries the current
 // hash, or its baseline (recorded when the rollout started to follow it) is
@@ -95,7 +86,7 @@ func TestConfigRolloutRollsOnChange(t *testing.T) {
 			Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}},
 		}},
 	}
-	create(t, cm, consumer(ns, "web", "nginx-conf"), cr)
+	env.Create(t, cm, consumer(ns, "web", "nginx-conf"), cr)
 	r, d := rolledTo(t, ns, "nginx", "web")
 	first, gen := r.Status.AtProvider.Hash, d.Generation
 
@@ -143,7 +134,7 @@ func TestConfigRolloutDebounces(t *testing.T) {
 			Debounce:   &metav1.Duration{Duration: 2 * time.Second},
 		}},
 	}
-	create(t, cm, consumer(ns, "web", ""), cr)
+	env.Create(t, cm, consumer(ns, "web", ""), cr)
 	_, d := rolledTo(t, ns, "slow", "web")
 	gen := d.Generation
 	for _, v := range []string{"1", "2", "3"} {
@@ -172,7 +163,7 @@ func TestConfigRolloutAutoFindsConsumers(t *testing.T) {
 			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "shared"}}, Auto: true,
 		}},
 	}
-	create(t, cm, consumer(ns, "user", "shared"), consumer(ns, "bystander", ""), cr)
+	env.Create(t, cm, consumer(ns, "user", "shared"), consumer(ns, "bystander", ""), cr)
 	rolledTo(t, ns, "auto", "user")
 	other := &appsv1.Deployment{}
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bystander"}, other); err != nil {
@@ -190,7 +181,7 @@ func TestConfigRolloutAutoFindsConsumers(t *testing.T) {
 	// A consumer created later is found on its watch event.
 	late := consumer(ns, "late", "")
 	late.Spec.Template.Spec.Containers[0].EnvFrom = []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "shared"}}}}
-	create(t, late)
+	env.Create(t, late)
 	rolledTo(t, ns, "auto", "late")
 	// So is one whose template starts reading it, on the event of its new
 	// generation (the provider's watch carries no template).
@@ -215,7 +206,7 @@ func TestConfigRolloutWaitsForMissingSource(t *testing.T) {
 			Workloads: []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "api"}},
 		}},
 	}
-	create(t, consumer(ns, "api", ""), cr)
+	env.Create(t, consumer(ns, "api", ""), cr)
 	testenv.Eventually(t, wait, "a condition naming the missing Secret", func(ctx context.Context) (bool, error) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "db"}, cr)
 		c := cr.GetCondition(xpv2.TypeReady)
@@ -230,7 +221,7 @@ func TestConfigRolloutWaitsForMissingSource(t *testing.T) {
 	}
 	// The Secret appears: picked up on its event, rolled, and its bytes show
 	// nowhere but in the hash.
-	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-password", Namespace: ns}, Data: map[string][]byte{"password": []byte(marker)}})
+	env.Create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-password", Namespace: ns}, Data: map[string][]byte{"password": []byte(marker)}})
 	r, _ := rolledTo(t, ns, "db", "api")
 	b, _ := json.Marshal(r)
 	events := &corev1.EventList{}
@@ -258,14 +249,14 @@ func TestConfigRolloutsDoNotFight(t *testing.T) {
 			}},
 		}
 	}
-	create(t,
+	env.Create(t,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a", Namespace: ns}, Data: map[string]string{"k": "a"}},
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: ns}, Data: map[string]string{"k": "b"}},
 		consumer(ns, "web", ""), rollout("first", "a"))
 	r, d := rolledTo(t, ns, "first", "web")
 	gen := d.Generation
 	second := rollout("second", "b")
-	create(t, second)
+	env.Create(t, second)
 	testenv.Eventually(t, wait, "the second ConfigRollout to say why it does not roll", func(ctx context.Context) (bool, error) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: ns, Name: "second"}, second)
 		c := second.GetCondition(xpv2.TypeSynced)
@@ -323,7 +314,7 @@ func TestConfigRolloutReconcileWithoutChangeWritesNothing(t *testing.T) {
 			ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}}, Auto: true,
 		}},
 	}
-	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}},
+	env.Create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}},
 		consumer(ns, "one", "conf"), consumer(ns, "two", "conf"), cr)
 	rolledTo(t, ns, "steady", "one")
 	_, two := rolledTo(t, ns, "steady", "two")
@@ -365,7 +356,7 @@ func TestConfigRolloutRecordsALostRollout(t *testing.T) {
 			Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "web"}},
 		}},
 	}
-	create(t, cm, consumer(ns, "web", "conf"), cr)
+	env.Create(t, cm, consumer(ns, "web", "conf"), cr)
 	r, _ := rolledTo(t, ns, "lost", "web")
 	first := r.Status.AtProvider.Hash
 	env.Update(t, cm, func() { cm.Data["k"] = "2" })

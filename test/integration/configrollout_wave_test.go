@@ -34,7 +34,7 @@ func TestConfigRolloutWaveResumes(t *testing.T) {
 	controller := managed.ControllerName(workloadv1alpha1.ConfigRolloutGroupKind)
 	ns := env.Namespace(t, "wave", nil)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v1"}}
-	create(t, cm)
+	env.Create(t, cm)
 	h := configrollout.Combined([]string{configrollout.Hash(configrollout.ConfigMapContent(cm, nil))})
 	for _, n := range []string{"a", "b", "c"} {
 		d := consumer(ns, n, "conf")
@@ -43,13 +43,13 @@ func TestConfigRolloutWaveResumes(t *testing.T) {
 		if n == "a" {
 			d.Spec.Template.Annotations[hashKey] = h
 		}
-		create(t, d)
+		env.Create(t, d)
 	}
 	cr := &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "waves", Namespace: ns, Annotations: map[string]string{meta.AnnotationKeyReconciliationPaused: "true"}}}
 	cr.Spec.ForProvider.ConfigMaps = []workloadv1alpha1.SourceRef{{Name: "conf"}}
 	cr.Spec.ForProvider.Workloads = []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "a"}, {Kind: "Deployment", Name: "b"}, {Kind: "Deployment", Name: "c"}}
 	cr.Spec.ForProvider.Strategy = &workloadv1alpha1.RolloutStrategy{MaxConcurrent: 2}
-	create(t, cr)
+	env.Create(t, cr)
 
 	// The status the holder that was cut short left.
 	at := metav1.NewTime(time.Now().Add(-time.Minute).Truncate(time.Second))

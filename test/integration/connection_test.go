@@ -74,7 +74,7 @@ func TestAppBundlePublishesItsServiceAddress(t *testing.T) {
 	ab := bundle(ns, "web")
 	ab.Spec.ForProvider.Port, ab.Spec.ForProvider.Service = ptr.To[int32](8080), workloadv1alpha1.ServiceClusterIP
 	ab.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "web-conn"}
-	create(t, ab)
+	env.Create(t, ab)
 
 	svc := &corev1.Service{}
 	testenv.Eventually(t, wait, "the Service to get a cluster IP", func(ctx context.Context) (bool, error) {
@@ -118,7 +118,7 @@ func TestImmortalContainerPublishesItsPod(t *testing.T) {
 	ns := env.Namespace(t, "conn-immortal", nil)
 	ic := immortal(ns, "web")
 	ic.Spec.WriteConnectionSecretToReference = &xpv2.LocalSecretReference{Name: "web-conn"}
-	create(t, ic)
+	env.Create(t, ic)
 
 	// No kubelet here: the pod has no IP until the test gives it one.
 	pod := podAfter(t, ns, "web", "")

@@ -100,7 +100,7 @@ func TestCopyRuleAcrossClusters(t *testing.T) {
 	home := env.Namespace(t, "copy-xc", nil)
 	src := env.Namespace(t, "copy-xsrc", nil)
 	srcCfg, dstCfg := "xc-source-"+home, "xc-target-"+home
-	create(t,
+	env.Create(t,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: "kubeconfigs"}, Data: map[string][]byte{
 			"source": sourceKC, "target": targetKC, "dead": deadKubeconfig(t, sourceKC),
 		}},
@@ -132,7 +132,7 @@ func TestCopyRuleAcrossClusters(t *testing.T) {
 		Namespaces:       []string{"xc-team", src},
 		ConflictPolicy:   copyv1alpha1.ConflictSkip, MaxParallelWrites: 4,
 	}
-	create(t, r)
+	env.Create(t, r)
 
 	holds := func(v string, timeout time.Duration) {
 		t.Helper()
@@ -159,7 +159,7 @@ func TestCopyRuleAcrossClusters(t *testing.T) {
 		}
 	}
 	holds("v1", wait)
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	// The source config is in use by the rule, as the target config is.
 	u := &v1alpha1.ProviderConfigUsage{}
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: home, Name: string(r.UID) + "-source"}, u); err != nil || u.ProviderConfigReference.Name != srcCfg {
@@ -184,7 +184,7 @@ func TestCopyRuleAcrossClusters(t *testing.T) {
 	}
 	// The rule retries with backoff: allow for a few of its steps.
 	holds("v3", 2*wait)
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 
 	// The source cluster cannot be reached (its config now points at a port
 	// nobody listens on): Synced=False naming the source side, and no copy is
@@ -201,7 +201,7 @@ func TestCopyRuleAcrossClusters(t *testing.T) {
 	holds("v3", wait)
 	env.Update(t, cpc, func() { cpc.Spec.Credentials.SecretRef.Key = "source" })
 	poke("2")
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 
 	// Nothing was ever written on the source side: the source is at the
 	// version the test wrote, and no copy of the rule is there.

@@ -34,9 +34,9 @@ func TestCopyRuleFollowsAFlappingSource(t *testing.T) {
 	for range 5 {
 		targets = append(targets, env.Namespace(t, "copy-flap", nil))
 	}
-	create(t, configMap(src, "conf", map[string]string{"k": "0"}, map[string]string{"flap": "yes"}))
+	env.Create(t, configMap(src, "conf", map[string]string{"k": "0"}, map[string]string{"flap": "yes"}))
 	r := copyRule(t, src, "flapping", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"flap": "yes"}}, Namespaces: targets})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	for _, ns := range targets {
 		copyHolds(t, ns, "conf", map[string]string{"k": "0"})
 	}

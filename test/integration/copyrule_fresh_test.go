@@ -29,12 +29,12 @@ import (
 func TestCopyRuleReportsStaleCopies(t *testing.T) {
 	src := env.Namespace(t, "copy-fresh-src", nil)
 	dst := env.Namespace(t, "copy-fresh-dst", nil)
-	create(t, configMap(src, "settings", map[string]string{"k": "v1"}, nil))
+	env.Create(t, configMap(src, "settings", map[string]string{"k": "v1"}, nil))
 	r := copyRule(t, src, "fresh", copyv1alpha1.CopyRuleParameters{
 		Kind: copyv1alpha1.KindConfigMap, Names: []string{"settings"}, Namespaces: []string{dst},
 		StaleAfter: &metav1.Duration{Duration: 2 * time.Second},
 	})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	if c := r.GetCondition(copyv1alpha1.TypeFresh); c.Status != corev1.ConditionTrue || c.Reason != copyv1alpha1.ReasonInSync {
 		t.Errorf("a rule in sync: Fresh %s %s, want True InSync", c.Status, c.Reason)
 	}
@@ -115,9 +115,9 @@ func freeze(t *testing.T, ns string) func() {
 			PolicyName: name, ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
 		},
 	}
-	create(t, policy, binding)
+	env.Create(t, policy, binding)
 	probe := configMap(ns, "freeze-probe", map[string]string{"n": "0"}, nil)
-	create(t, probe)
+	env.Create(t, probe)
 	testenv.Eventually(t, wait, "the freeze to be in force", func(ctx context.Context) (bool, error) {
 		probe.Data["n"] += "1"
 		err := env.Client.Update(ctx, probe)

@@ -66,7 +66,7 @@ func TestCopyRuleKeys(t *testing.T) {
 	dst := env.Namespace(t, "copy-keydst", nil)
 	source := configMap(src, "settings", map[string]string{"a": "1", "b": "2", "c": "3"}, map[string]string{"app": "x"})
 	source.BinaryData = map[string][]byte{"bin": {0x00, 0xff}}
-	create(t, source)
+	env.Create(t, source)
 	r := copyRule(t, src, "keys", copyv1alpha1.CopyRuleParameters{
 		Kind: copyv1alpha1.KindConfigMap, Names: []string{"settings"}, Namespaces: []string{dst},
 		CopyName: "settings-copy",
@@ -76,7 +76,7 @@ func TestCopyRuleKeys(t *testing.T) {
 	// Excluded keys stay home, renamed ones arrive under their new name,
 	// binary data byte for byte; the copy has its own name.
 	configMapIs(t, dst, "settings-copy", map[string]string{"A": "1", "b": "2"}, map[string][]byte{"bin": {0x00, 0xff}})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: dst, Name: "settings"}, &corev1.ConfigMap{}); !kerrors.IsNotFound(err) {
 		t.Errorf("a copy under the source's name exists: %v", err)
 	}
@@ -84,7 +84,7 @@ func TestCopyRuleKeys(t *testing.T) {
 	// A change of the keys rewrites the copy.
 	patchRule(t, r, `{"keys":{"include":["b"],"exclude":null,"rename":null}}`)
 	configMapIs(t, dst, "settings-copy", map[string]string{"b": "2"}, nil)
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 
 	// Keys that would collide: the source is reported (keys named, no value)
 	// and the copy is left as it was, not pruned.
@@ -101,7 +101,7 @@ func TestCopyRuleKeys(t *testing.T) {
 	patchRule(t, r, `{"keys":null,"copyName":"settings-renamed"}`)
 	configMapIs(t, dst, "settings-renamed", map[string]string{"a": "1", "b": "2", "c": "3"}, map[string][]byte{"bin": {0x00, 0xff}})
 	gone(t, dst, "settings-copy")
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 }
 
 // TestCopyRuleSecretIntoConfigMap copies chosen keys of a Secret into a
@@ -113,7 +113,7 @@ func TestCopyRuleSecretIntoConfigMap(t *testing.T) {
 	src := env.Namespace(t, "copy-intosrc", nil)
 	dst := env.Namespace(t, "copy-intodst", nil)
 	marker := "leak-marker-" + strings.TrimPrefix(src, "copy-intosrc-")
-	create(t, &corev1.Secret{
+	env.Create(t, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "db", Labels: map[string]string{"app": "db"}},
 		Type:       corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
@@ -130,7 +130,7 @@ func TestCopyRuleSecretIntoConfigMap(t *testing.T) {
 	if cm.Labels["app"] != "db" || cm.Labels["copy.clusterops.io/rule-uid"] != string(r.UID) {
 		t.Errorf("the ConfigMap copy has labels %v", cm.Labels)
 	}
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: dst, Name: "db"}, &corev1.Secret{}); !kerrors.IsNotFound(err) {
 		t.Errorf("a Secret copy exists: %v", err)
 	}
@@ -190,7 +190,7 @@ func TestCopyRuleSecretIntoConfigMap(t *testing.T) {
 func TestCopyRuleMetadata(t *testing.T) {
 	src := env.Namespace(t, "copy-metasrc", nil)
 	dst := env.Namespace(t, "copy-metadst", nil)
-	create(t, configMap(src, "shared", map[string]string{"k": "v"}, map[string]string{
+	env.Create(t, configMap(src, "shared", map[string]string{"k": "v"}, map[string]string{
 		"argocd.argoproj.io/instance": "platform", "app.kubernetes.io/instance": "platform", "app.kubernetes.io/name": "shared",
 		"team": "platform", "tier": "source",
 	}))
@@ -211,7 +211,7 @@ func TestCopyRuleMetadata(t *testing.T) {
 		}
 		return fmt.Sprint(cm.Labels) == fmt.Sprint(want) && cm.Annotations["note"] == "copied by a rule" && cm.Annotations["contact"] == "platform", nil
 	})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 
 	// Someone else annotates the copy; the rule stops adding "note".
 	env.Update(t, cm, func() { cm.Annotations["theirs"] = "kept" })
@@ -223,7 +223,7 @@ func TestCopyRuleMetadata(t *testing.T) {
 		_, note := cm.Annotations["note"]
 		return !note && cm.Annotations["contact"] == "platform" && cm.Annotations["theirs"] == "kept", nil
 	})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 
 	// Without metadata, the copy has the source's labels again.
 	patchRule(t, r, `{"metadata":null}`)

@@ -117,7 +117,7 @@ func TestCopyRuleCopiesBuiltinKinds(t *testing.T) {
 	src := env.Namespace(t, "copy-kinds", nil)
 	a := env.Namespace(t, "copy-kinds-a", nil)
 	tcp := corev1.ProtocolTCP
-	create(t,
+	env.Create(t,
 		&networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "deny-ingress", Labels: map[string]string{"tier": "base"}},
 			Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, Ingress: []networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{{Protocol: &tcp}}}}}},
 		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "config-reader"},
@@ -153,12 +153,12 @@ func TestCopyRuleCopiesBuiltinKinds(t *testing.T) {
 	if _, has := sa.Object["secrets"]; has {
 		t.Errorf("the ServiceAccount copy lists its source's token Secrets: %v", sa.Object["secrets"])
 	}
-	settled(t, np)
+	env.WaitConverged(t, wait, np)
 
 	// The source changes: the copy follows, and that is no drift.
 	patch(t, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "deny-ingress"}}, `{"spec":{"policyTypes":["Ingress","Egress"]}}`)
 	holds(t, npGVK, a, "deny-ingress", "[Ingress Egress]", "spec", "policyTypes")
-	settled(t, np)
+	env.WaitConverged(t, wait, np)
 	// Someone edits the copy: it is repaired, as drift of that field.
 	patch(t, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: a, Name: "deny-ingress"}}, `{"spec":{"policyTypes":["Egress"]}}`)
 	holds(t, npGVK, a, "deny-ingress", "[Ingress Egress]", "spec", "policyTypes")
@@ -226,7 +226,7 @@ func TestCopyRuleCopiesCustomResources(t *testing.T) {
 	src := env.Namespace(t, "copy-crd-src", nil)
 	a := env.Namespace(t, "copy-crd-a", nil)
 	dial := widgetCRD(group, "Dial", apiextensionsv1.ClusterScoped)
-	create(t, widgetCRD(group, "Widget", apiextensionsv1.NamespaceScoped), dial)
+	env.Create(t, widgetCRD(group, "Widget", apiextensionsv1.NamespaceScoped), dial)
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, dial) })
 
 	gvk := schema.GroupVersionKind{Group: group, Version: "v1", Kind: "Widget"}
@@ -250,7 +250,7 @@ func TestCopyRuleCopiesCustomResources(t *testing.T) {
 	if _, has := cp.Object["status"]; has {
 		t.Errorf("the copy holds its source's status: %v", cp.Object["status"])
 	}
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 
 	dials := ruleOf(t, src, "dials", group+"/v1", "Dial", []string{"x"}, a)
 	unavailable(t, dials, "is cluster-scoped: a rule copies namespaced kinds only")
@@ -258,7 +258,7 @@ func TestCopyRuleCopiesCustomResources(t *testing.T) {
 	later := ruleOf(t, src, "gadgets", group+"/v1", "Gadget", []string{"g"}, a)
 	unavailable(t, later, "the cluster does not serve kind Gadget")
 	gadgets := widgetCRD(group, "Gadget", apiextensionsv1.NamespaceScoped)
-	create(t, gadgets)
+	env.Create(t, gadgets)
 	g := &unstructured.Unstructured{}
 	g.SetGroupVersionKind(gvk.GroupVersion().WithKind("Gadget"))
 	g.SetNamespace(src)

@@ -24,11 +24,11 @@ func TestCopyRulesDoNotLoop(t *testing.T) {
 	a, b := env.Namespace(t, "copy-loop-a", nil), env.Namespace(t, "copy-loop-b", nil)
 	loop := map[string]string{"loop": "yes"}
 	sel := &metav1.LabelSelector{MatchLabels: loop}
-	create(t, configMap(a, "from-a", map[string]string{"v": "1"}, loop), configMap(b, "from-b", map[string]string{"v": "1"}, loop))
+	env.Create(t, configMap(a, "from-a", map[string]string{"v": "1"}, loop), configMap(b, "from-b", map[string]string{"v": "1"}, loop))
 	ra := copyRule(t, a, "a-to-b", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Selector: sel, Namespaces: []string{b}})
 	rb := copyRule(t, b, "b-to-a", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Selector: sel, Namespaces: []string{a}})
-	settled(t, ra)
-	settled(t, rb)
+	env.WaitConverged(t, wait, ra)
+	env.WaitConverged(t, wait, rb)
 	copyHolds(t, b, "from-a", map[string]string{"v": "1"})
 	copyHolds(t, a, "from-b", map[string]string{"v": "1"})
 	testenv.WaitIdle(t, wait)

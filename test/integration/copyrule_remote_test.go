@@ -49,7 +49,7 @@ func TestCopyRuleOnRemoteCluster(t *testing.T) {
 	r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: "remote"}}
 	r.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: cpc}
 	r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{"far-away"}, ConflictPolicy: copyv1alpha1.ConflictSkip, MaxParallelWrites: 4}
-	create(t, r)
+	env.Create(t, r)
 
 	holds := func(v string) {
 		t.Helper()
@@ -94,7 +94,7 @@ func TestCopyRuleOnRemoteCluster(t *testing.T) {
 // deletes it when the test ends.
 func remoteConfig(t *testing.T, home, cpc string, kc []byte) {
 	t.Helper()
-	create(t,
+	env.Create(t,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: "remote-kubeconfig"}, Data: map[string][]byte{"kubeconfig": kc}},
 		&v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: cpc}, Spec: v1alpha1.ClusterProviderConfigSpec{
 			Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceSecret, SecretRef: &xpv2.SecretKeySelector{SecretReference: xpv2.SecretReference{Name: "remote-kubeconfig", Namespace: home}, Key: "kubeconfig"}},

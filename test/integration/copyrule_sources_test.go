@@ -47,7 +47,7 @@ func TestCopyRuleSourceNamespaces(t *testing.T) {
 	b := env.Namespace(t, "copy-srcb", nil)
 	dst := env.Namespace(t, "copy-dst", nil)
 	share := map[string]string{"share": "yes"}
-	create(t, configMap(a, "from-a", map[string]string{"k": "a"}, share), configMap(b, "from-b", map[string]string{"k": "b"}, share))
+	env.Create(t, configMap(a, "from-a", map[string]string{"k": "a"}, share), configMap(b, "from-b", map[string]string{"k": "b"}, share))
 	r := copyRule(t, home, "two-sources", copyv1alpha1.CopyRuleParameters{
 		Kind: copyv1alpha1.KindConfigMap, SourceNamespaces: []string{a, b},
 		Selector: &metav1.LabelSelector{MatchLabels: share}, Namespaces: []string{dst},
@@ -60,14 +60,14 @@ func TestCopyRuleSourceNamespaces(t *testing.T) {
 			t.Errorf("copy %s records source %q, want %q", c.name, got, c.ns+"/"+c.name)
 		}
 	}
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	if r.Status.AtProvider.Sources != 2 {
 		t.Errorf("status.atProvider.sources = %d, want 2", r.Status.AtProvider.Sources)
 	}
 
 	// b gets an object named like a's: a conflict, reported with a Warning,
 	// and the copy made from a before stays as it is.
-	create(t, configMap(b, "from-a", map[string]string{"k": "b-impostor"}, share))
+	env.Create(t, configMap(b, "from-a", map[string]string{"k": "b-impostor"}, share))
 	sourceConflict(t, r, "from-a", true)
 	eventFor(t, home, r.Name, "SourceConflict")
 	if c := r.GetCondition(xpv2.TypeReady); c.Status != corev1.ConditionFalse {
@@ -107,7 +107,7 @@ func TestCopyRuleSourceNamespaces(t *testing.T) {
 	if got := cm.Annotations["copy.clusterops.io/source"]; got != b+"/from-a" {
 		t.Errorf("copy from-a records source %q after the conflict, want %q", got, b+"/from-a")
 	}
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 }
 
 // TestCopyRuleSourceNamespaceOutOfReach: one source namespace beyond the
@@ -118,7 +118,7 @@ func TestCopyRuleSourceNamespaceOutOfReach(t *testing.T) {
 	a := env.Namespace(t, "copy-srca", nil)
 	far := env.Namespace(t, "elsewhere", nil)
 	dst := env.Namespace(t, "copy-dst", nil)
-	create(t, configMap(a, "conf", map[string]string{"k": "v"}, nil))
+	env.Create(t, configMap(a, "conf", map[string]string{"k": "v"}, nil))
 	r := copyRule(t, home, "far-source", copyv1alpha1.CopyRuleParameters{
 		Kind: copyv1alpha1.KindConfigMap, SourceNamespaces: []string{a, far}, Names: []string{"conf"}, Namespaces: []string{dst},
 	})
@@ -145,16 +145,16 @@ func TestCopyRuleCopyNameSeveralSources(t *testing.T) {
 	a := env.Namespace(t, "copy-srca", nil)
 	b := env.Namespace(t, "copy-srcb", nil)
 	dst := env.Namespace(t, "copy-dst", nil)
-	create(t, configMap(a, "conf", map[string]string{"k": "a"}, nil))
+	env.Create(t, configMap(a, "conf", map[string]string{"k": "a"}, nil))
 	r := copyRule(t, home, "one-name", copyv1alpha1.CopyRuleParameters{
 		Kind: copyv1alpha1.KindConfigMap, SourceNamespaces: []string{a, b},
 		Names: []string{"conf"}, CopyName: "app-conf", Namespaces: []string{dst},
 	})
 	copyHolds(t, dst, "app-conf", map[string]string{"k": "a"})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 
 	fromB := configMap(b, "conf", map[string]string{"k": "b"}, nil)
-	create(t, fromB)
+	env.Create(t, fromB)
 	sourceConflict(t, r, "app-conf", true)
 	eventFor(t, home, r.Name, "SourceConflict")
 	copyHolds(t, dst, "app-conf", map[string]string{"k": "a"})
@@ -167,7 +167,7 @@ func TestCopyRuleCopyNameSeveralSources(t *testing.T) {
 	if got := cm.Annotations["copy.clusterops.io/source"]; got != b+"/conf" {
 		t.Errorf("copy app-conf records source %q, want %q", got, b+"/conf")
 	}
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 }
 
 // TestCopyRuleSourceConfig reads the sources through a config of their own on
@@ -190,7 +190,7 @@ func TestCopyRuleSourceConfig(t *testing.T) {
 			Reach:       &v1alpha1.Reach{Namespaces: []string{a}},
 		},
 	}
-	create(t, cfg, configMap(a, "conf", map[string]string{"k": "a"}, nil))
+	env.Create(t, cfg, configMap(a, "conf", map[string]string{"k": "a"}, nil))
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, cfg) })
 
 	r := copyRule(t, home, "read-through", copyv1alpha1.CopyRuleParameters{
@@ -205,7 +205,7 @@ func TestCopyRuleSourceConfig(t *testing.T) {
 
 	patchRule(t, r, `{"sourceNamespaces":["`+a+`"]}`)
 	copyHolds(t, dst, "conf", map[string]string{"k": "a"})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	usage := types.NamespacedName{Namespace: home, Name: string(r.UID) + "-source"}
 	u := &v1alpha1.ProviderConfigUsage{}
 	if err := env.Client.Get(ctx, usage, u); err != nil || u.ProviderConfigReference.Name != srcCfg {
@@ -218,7 +218,7 @@ func TestCopyRuleSourceConfig(t *testing.T) {
 	testenv.Eventually(t, wait, "the usage of the source config to be deleted", func(ctx context.Context) (bool, error) {
 		return kerrors.IsNotFound(env.Client.Get(ctx, usage, &v1alpha1.ProviderConfigUsage{})), nil
 	})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	copyHolds(t, dst, "conf", map[string]string{"k": "a"})
 	if err := env.Client.Delete(ctx, cfg); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ var copyConfigOnce sync.Once
 func ensureCopyConfig(t *testing.T) {
 	t.Helper()
 	copyConfigOnce.Do(func() {
-		create(t, &v1alpha1.ClusterProviderConfig{
+		env.Create(t, &v1alpha1.ClusterProviderConfig{
 			ObjectMeta: metav1.ObjectMeta{Name: copyConfig},
 			Spec: v1alpha1.ClusterProviderConfigSpec{
 				Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity},
@@ -53,7 +53,7 @@ func copyRule(t *testing.T, ns, name string, p copyv1alpha1.CopyRuleParameters) 
 	if p.MaxParallelWrites == 0 {
 		r.Spec.ForProvider.MaxParallelWrites = 8
 	}
-	create(t, r)
+	env.Create(t, r)
 	return r
 }
 
@@ -83,28 +83,13 @@ func gone(t *testing.T, ns, name string) {
 	})
 }
 
-// settled waits until the rule is Ready and Synced at its generation.
-func settled(t *testing.T, r *copyv1alpha1.CopyRule) {
-	t.Helper()
-	testenv.Eventually(t, wait, "CopyRule "+r.Name+" to be Ready", func(ctx context.Context) (bool, error) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {
-			return false, err
-		}
-		s, rd := r.GetCondition(xpv2.TypeSynced), r.GetCondition(xpv2.TypeReady)
-		if rd.Status != corev1.ConditionTrue {
-			return false, fmt.Errorf("ready: %s %s", rd.Reason, rd.Message)
-		}
-		return s.Status == corev1.ConditionTrue && s.ObservedGeneration == r.Generation, nil
-	})
-}
-
 func TestCopyRuleCopiesAndFollows(t *testing.T) {
 	ctx := context.Background()
 	src := env.Namespace(t, "copy-src", nil)
 	a := env.Namespace(t, "copy-a", nil)
 	b := env.Namespace(t, "copy-b", nil)
 	later := "copy-later-" + strings.TrimPrefix(src, "copy-src-")
-	create(t,
+	env.Create(t,
 		configMap(src, "settings", map[string]string{"k": "v1"}, map[string]string{"share": "yes", "team": "x"}),
 		configMap(src, "private", map[string]string{"k": "secret-ish"}, nil))
 	r := copyRule(t, src, "follow", copyv1alpha1.CopyRuleParameters{
@@ -136,7 +121,7 @@ func TestCopyRuleCopiesAndFollows(t *testing.T) {
 		}
 		return false, err
 	})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	if got := r.Status.AtProvider.Copies; got != "2/2" {
 		t.Errorf("status.atProvider.copies = %q, want 2/2", got)
 	}
@@ -151,7 +136,7 @@ func TestCopyRuleCopiesAndFollows(t *testing.T) {
 		}
 		return false, err
 	})
-	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: later}})
+	env.Create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: later}})
 	t.Cleanup(func() { _ = env.Client.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: later}}) })
 	copyHolds(t, later, "settings", map[string]string{"k": "v1"})
 
@@ -170,7 +155,7 @@ func TestCopyRuleCopiesAndFollows(t *testing.T) {
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: a, Name: "settings"}, edited); err != nil {
 		t.Fatal(err)
 	}
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	if d := r.Status.AtProvider.RecentDrift; len(d) > 0 {
 		t.Errorf("a source's change reported as drift: %+v", d)
 	}
@@ -186,7 +171,7 @@ func TestCopyRuleCopiesAndFollows(t *testing.T) {
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: src, Name: "settings"}, source); err != nil {
 		t.Fatal(err)
 	}
-	create(t, configMap(src, "more", map[string]string{"m": "1"}, map[string]string{"share": "yes"}))
+	env.Create(t, configMap(src, "more", map[string]string{"m": "1"}, map[string]string{"share": "yes"}))
 	copyHolds(t, a, "more", map[string]string{"m": "1"})
 	env.Update(t, source, func() { delete(source.Labels, "share") })
 	for _, ns := range []string{a, b, later} {
@@ -200,7 +185,7 @@ func TestCopyRuleCopiesAndFollows(t *testing.T) {
 		gone(t, ns, "more")
 	}
 	// …and a deleted rule takes its copies with it.
-	create(t, configMap(src, "last", map[string]string{"l": "1"}, map[string]string{"share": "yes"}))
+	env.Create(t, configMap(src, "last", map[string]string{"l": "1"}, map[string]string{"share": "yes"}))
 	copyHolds(t, b, "last", map[string]string{"l": "1"})
 	if err := env.Client.Delete(ctx, r); err != nil {
 		t.Fatal(err)
@@ -219,13 +204,13 @@ func TestCopyRuleFollowsNamespaces(t *testing.T) {
 	sel := map[string]string{"copy-test/wants": src}
 	in := env.Namespace(t, "copy-in", sel)
 	ignored := env.Namespace(t, "copy-ignored", map[string]string{"copy-test/wants": src, "copy.clusterops.io/ignore": "true"})
-	create(t, configMap(src, "shared", map[string]string{"k": "v"}, nil))
+	env.Create(t, configMap(src, "shared", map[string]string{"k": "v"}, nil))
 	r := copyRule(t, src, "by-label", copyv1alpha1.CopyRuleParameters{
 		Kind: copyv1alpha1.KindConfigMap, Names: []string{"shared"},
 		NamespaceSelector: &metav1.LabelSelector{MatchLabels: sel},
 	})
 	copyHolds(t, in, "shared", map[string]string{"k": "v"})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	if err := env.Client.Get(ctx, types.NamespacedName{Namespace: ignored, Name: "shared"}, &corev1.ConfigMap{}); !kerrors.IsNotFound(err) {
 		t.Errorf("namespace labelled copy.clusterops.io/ignore got a copy: %v", err)
 	}
@@ -244,7 +229,7 @@ func TestCopyRuleFollowsNamespaces(t *testing.T) {
 func TestCopyRuleFollowsPattern(t *testing.T) {
 	src := env.Namespace(t, "copy-patsrc", nil)
 	id := strings.TrimPrefix(src, "copy-patsrc-")
-	create(t, configMap(src, "shared", map[string]string{"k": "v"}, nil))
+	env.Create(t, configMap(src, "shared", map[string]string{"k": "v"}, nil))
 	copyRule(t, src, "by-pattern", copyv1alpha1.CopyRuleParameters{
 		Kind: copyv1alpha1.KindConfigMap, Names: []string{"shared"}, NamespacePattern: "copy-pat" + id + "-.*",
 	})
@@ -277,7 +262,7 @@ func TestCopyRuleConflicts(t *testing.T) {
 	over := env.Namespace(t, "copy-over", nil)
 	data := map[string]string{"k": "source"}
 	mine := map[string]string{"k": "mine"}
-	create(t, configMap(src, "conf", data, nil),
+	env.Create(t, configMap(src, "conf", data, nil),
 		configMap(skip, "conf", mine, nil),
 		configMap(adopt, "conf", data, map[string]string{"owner": "user"}),
 		configMap(adoptDiff, "conf", mine, nil),
@@ -317,7 +302,7 @@ func TestCopyRuleConflicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	copyHolds(t, skip, "conf", data)
-	settled(t, skipRule)
+	env.WaitConverged(t, wait, skipRule)
 
 	// Deleting the rules releases what they took over and deletes what they made.
 	for _, r := range []*copyv1alpha1.CopyRule{skipRule, adoptRule, overRule} {
@@ -345,10 +330,10 @@ func TestCopyRuleConvergedWritesNothing(t *testing.T) {
 	for range 5 {
 		targets = append(targets, env.Namespace(t, "copy-z", nil))
 	}
-	create(t, configMap(src, "one", map[string]string{"a": "1"}, map[string]string{"z": "y"}),
+	env.Create(t, configMap(src, "one", map[string]string{"a": "1"}, map[string]string{"z": "y"}),
 		configMap(src, "two", map[string]string{"b": "2"}, map[string]string{"z": "y"}))
 	r := copyRule(t, src, "steady", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"z": "y"}}, Namespaces: targets})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	var before int
 	for _, ns := range targets {
 		before += len(env.Requests.Writes("/namespaces/" + ns + "/configmaps"))
@@ -357,7 +342,7 @@ func TestCopyRuleConvergedWritesNothing(t *testing.T) {
 		t.Errorf("initial sync wrote %d times, want 10 (2 sources × 5 namespaces)", before)
 	}
 	env.Update(t, r, func() { r.Spec.ForProvider.MaxParallelWrites = 3 })
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	var after int
 	for _, ns := range targets {
 		after += len(env.Requests.Writes("/namespaces/" + ns + "/configmaps"))
@@ -378,9 +363,9 @@ func TestCopyRuleOwnWritesDoNotReconcileIt(t *testing.T) {
 	for range 5 {
 		targets = append(targets, env.Namespace(t, "copy-own", nil))
 	}
-	create(t, configMap(src, "one", map[string]string{"a": "1"}, map[string]string{"own": "yes"}))
+	env.Create(t, configMap(src, "one", map[string]string{"a": "1"}, map[string]string{"own": "yes"}))
 	r := copyRule(t, src, "own-writes", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"own": "yes"}}, Namespaces: targets})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	for _, ns := range targets {
 		copyHolds(t, ns, "one", map[string]string{"a": "1"})
 	}
@@ -413,7 +398,7 @@ func TestCopyRuleReach(t *testing.T) {
 	src := env.Namespace(t, "copy-rsrc", nil)
 	ok := env.Namespace(t, "copy-ok", nil)
 	far := env.Namespace(t, "far", nil)
-	create(t, configMap(src, "conf", map[string]string{"k": "v"}, nil))
+	env.Create(t, configMap(src, "conf", map[string]string{"k": "v"}, nil))
 	r := copyRule(t, src, "reach", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{ok, far}})
 	copyHolds(t, ok, "conf", map[string]string{"k": "v"})
 	testenv.Eventually(t, wait, "the out-of-reach target to be reported", func(ctx context.Context) (bool, error) {
@@ -445,7 +430,7 @@ func TestCopyRuleSecrets(t *testing.T) {
 	dst := env.Namespace(t, "copy-sdst", nil)
 	const value = "do-not-leak-0123456789"
 	imm := true
-	create(t,
+	env.Create(t,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "tls", Labels: map[string]string{"s": "y"}}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"key": []byte(value)}, Immutable: &imm},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "token", Labels: map[string]string{"s": "y"}, Annotations: map[string]string{"kubernetes.io/service-account.name": "default"}}, Type: corev1.SecretTypeServiceAccountToken})
 	r := copyRule(t, src, "secrets", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindSecret, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"s": "y"}}, Namespaces: []string{dst}})
@@ -474,7 +459,7 @@ func TestCopyRuleSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	const value2 = "do-not-leak-rotated-987"
-	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "tls", Labels: map[string]string{"s": "y"}}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"key": []byte(value2)}, Immutable: &imm})
+	env.Create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "tls", Labels: map[string]string{"s": "y"}}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"key": []byte(value2)}, Immutable: &imm})
 	testenv.Eventually(t, wait, "the immutable copy to be replaced", func(ctx context.Context) (bool, error) {
 		err := env.Client.Get(ctx, types.NamespacedName{Namespace: dst, Name: "tls"}, got)
 		return err == nil && string(got.Data["key"]) == value2, err
@@ -503,13 +488,13 @@ func TestCopyRuleWithoutDeletePolicyPrunesNothing(t *testing.T) {
 	ctx := context.Background()
 	src := env.Namespace(t, "copy-psrc", nil)
 	dst := env.Namespace(t, "copy-pdst", nil)
-	create(t, configMap(src, "conf", map[string]string{"k": "v"}, nil))
+	env.Create(t, configMap(src, "conf", map[string]string{"k": "v"}, nil))
 	r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "keep"}}
 	r.Spec.ManagementPolicies = xpv2.ManagementPolicies{xpv2.ManagementActionObserve, xpv2.ManagementActionCreate, xpv2.ManagementActionUpdate, xpv2.ManagementActionLateInitialize}
 	r.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: copyConfig}
 	r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{dst}, ConflictPolicy: copyv1alpha1.ConflictSkip, MaxParallelWrites: 4}
 	ensureCopyConfig(t)
-	create(t, r)
+	env.Create(t, r)
 	copyHolds(t, dst, "conf", map[string]string{"k": "v"})
 	if err := env.Client.Delete(ctx, configMap(src, "conf", nil, nil)); err != nil {
 		t.Fatal(err)
@@ -546,10 +531,10 @@ func TestCopyRuleReadsOnlyCopiesThatChanged(t *testing.T) {
 	for range 5 {
 		targets = append(targets, env.Namespace(t, "copy-known", nil))
 	}
-	create(t, configMap(src, "one", map[string]string{"a": "1"}, map[string]string{"team": "x"}))
+	env.Create(t, configMap(src, "one", map[string]string{"a": "1"}, map[string]string{"team": "x"}))
 	r := copyRule(t, src, "known", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"one"}, Namespaces: targets,
 		Metadata: &copyv1alpha1.CopyMetadata{Annotations: map[string]copyv1alpha1.AnnotationValue{"owner": "platform"}}})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	for _, ns := range targets {
 		copyHolds(t, ns, "one", map[string]string{"a": "1"})
 	}
@@ -621,13 +606,13 @@ func TestCopyRuleSelectorReadsItsSourcesNotTheNamespace(t *testing.T) {
 	src := env.Namespace(t, "copy-sel-src", nil)
 	targets := []string{env.Namespace(t, "copy-sel", nil), env.Namespace(t, "copy-sel", nil)}
 	picked := map[string]string{"pick": "me"}
-	create(t, configMap(src, "one", map[string]string{"a": "1"}, picked), configMap(src, "two", map[string]string{"b": "2"}, picked))
+	env.Create(t, configMap(src, "one", map[string]string{"a": "1"}, picked), configMap(src, "two", map[string]string{"b": "2"}, picked))
 	for i := range 10 {
-		create(t, configMap(src, fmt.Sprintf("other-%d", i), map[string]string{"c": "3"}, nil))
+		env.Create(t, configMap(src, fmt.Sprintf("other-%d", i), map[string]string{"c": "3"}, nil))
 	}
 	r := copyRule(t, src, "sel", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap,
 		Selector: &metav1.LabelSelector{MatchLabels: picked}, Namespaces: targets})
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	for _, ns := range targets {
 		copyHolds(t, ns, "one", map[string]string{"a": "1"})
 		copyHolds(t, ns, "two", map[string]string{"b": "2"})

@@ -73,9 +73,9 @@ func untouched(t *testing.T, o client.Object) {
 	}
 }
 
-// synced waits for mg's Synced condition to be status and its message to
+// waitSyncedSays waits for mg's Synced condition to be status and its message to
 // contain msg.
-func synced(t *testing.T, mg interface {
+func waitSyncedSays(t *testing.T, mg interface {
 	client.Object
 	GetCondition(xpv2.ConditionType) xpv2.Condition
 }, status corev1.ConditionStatus, msg, what string) {
@@ -136,7 +136,7 @@ func TestAppBundleForeignObjectNeverBlocksDeletion(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ns := env.Namespace(t, "bundle-foreign", nil)
 			foreign := tc.foreign(ns)
-			create(t, foreign)
+			env.Create(t, foreign)
 			ab := bundle(ns, "app")
 			// As if it had been reconciled before the object came: the
 			// finalizer is what an Observe that fails would keep forever.
@@ -144,11 +144,11 @@ func TestAppBundleForeignObjectNeverBlocksDeletion(t *testing.T) {
 			if tc.bundle != nil {
 				tc.bundle(ab)
 			}
-			create(t, ab)
+			env.Create(t, ab)
 			if tc.conflict != "" {
-				synced(t, ab, corev1.ConditionFalse, tc.conflict, "a Synced=False condition about the foreign object")
+				waitSyncedSays(t, ab, corev1.ConditionFalse, tc.conflict, "a Synced=False condition about the foreign object")
 			} else {
-				synced(t, ab, corev1.ConditionTrue, "", "the AppBundle to sync around the foreign object")
+				waitSyncedSays(t, ab, corev1.ConditionTrue, "", "the AppBundle to sync around the foreign object")
 				deploymentImage(t, ns, "app", "nginx:1.21", "the AppBundle's Deployment")
 			}
 			untouched(t, foreign)
@@ -171,11 +171,11 @@ func TestAppBundleForeignObjectNeverBlocksDeletion(t *testing.T) {
 func TestAppBundleAdoptionTakesOnlyWhatItWants(t *testing.T) {
 	ns := env.Namespace(t, "bundle-adopt", nil)
 	svc := foreignService(ns, "cache")
-	create(t, svc)
+	env.Create(t, svc)
 	ab := bundle(ns, "cache")
 	ab.Spec.ForProvider.AdoptExisting = true
-	create(t, ab)
-	synced(t, ab, corev1.ConditionTrue, "", "the adopting AppBundle to sync")
+	env.Create(t, ab)
+	waitSyncedSays(t, ab, corev1.ConditionTrue, "", "the adopting AppBundle to sync")
 	deploymentImage(t, ns, "cache", "nginx:1.21", "the AppBundle's Deployment")
 	// A poll later the Service must still be there: the reconcile that
 	// synced the bundle is the one that deleted it before.
@@ -193,11 +193,11 @@ func TestImmortalContainerForeignPodNeverBlocksDeletion(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "db-immortalpod", Namespace: ns},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "postgres"}}},
 	}
-	create(t, foreign)
+	env.Create(t, foreign)
 	ic := immortal(ns, "db")
 	ic.Finalizers = []string{managed.FinalizerName}
-	create(t, ic)
-	synced(t, ic, corev1.ConditionFalse, `pod "db-immortalpod" exists but was not created by this ImmortalContainer`, "a Synced=False condition about the foreign pod")
+	env.Create(t, ic)
+	waitSyncedSays(t, ic, corev1.ConditionFalse, `pod "db-immortalpod" exists but was not created by this ImmortalContainer`, "a Synced=False condition about the foreign pod")
 	deleted(t, ic, "the ImmortalContainer to be deleted")
 	untouched(t, foreign)
 }
@@ -208,14 +208,14 @@ func TestChaosAgentForeignBackupNeverBlocksDeletion(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "monkey-chaos-backup", Namespace: ns},
 		Data:       map[string]string{"someone": "else's"},
 	}
-	create(t, foreign)
+	env.Create(t, foreign)
 	d := foreignDeployment(ns, "web")
 	d.Spec.Replicas = ptr.To[int32](1)
-	create(t, d)
+	env.Create(t, d)
 	ca := chaosAgent(ns, "monkey", func(p *chaosv1alpha1.ChaosAgentParameters) { p.CancerMode, p.MaxReplicas = true, 4 })
-	create(t, ca)
+	env.Create(t, ca)
 	// The agent cannot back up what it would change, so it changes nothing.
-	synced(t, ca, corev1.ConditionFalse, `ConfigMap "monkey-chaos-backup" exists but is not the backup of this ChaosAgent`, "a Synced=False condition about the foreign backup")
+	waitSyncedSays(t, ca, corev1.ConditionFalse, `ConfigMap "monkey-chaos-backup" exists but is not the backup of this ChaosAgent`, "a Synced=False condition about the foreign backup")
 	deleteAgent(t, ca)
 	untouched(t, foreign)
 	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(d), d); err != nil || *d.Spec.Replicas != 1 {

@@ -70,13 +70,13 @@ func TestCopyRulePlansUnderObserve(t *testing.T) {
 	src := env.Namespace(t, "copy-plan-src", nil)
 	t1 := env.Namespace(t, "copy-plan-a", nil)
 	t2 := env.Namespace(t, "copy-plan-b", nil)
-	create(t, configMap(src, "a", map[string]string{"k": "v1"}, nil), configMap(src, "b", map[string]string{"j": "1"}, nil))
+	env.Create(t, configMap(src, "a", map[string]string{"k": "v1"}, nil), configMap(src, "b", map[string]string{"j": "1"}, nil))
 	ensureCopyConfig(t)
 	r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "plan"}}
 	r.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: copyConfig}
 	r.Spec.ManagementPolicies = observeOnly
 	r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"a", "b"}, Namespaces: []string{t1, t2}, ConflictPolicy: copyv1alpha1.ConflictSkip, MaxParallelWrites: 4}
-	create(t, r)
+	env.Create(t, r)
 
 	planned := func(what, summary string, want []string) {
 		t.Helper()
@@ -99,7 +99,7 @@ func TestCopyRulePlansUnderObserve(t *testing.T) {
 		copyHolds(t, ns, "a", map[string]string{"k": "v1"})
 		copyHolds(t, ns, "b", map[string]string{"j": "1"})
 	}
-	settled(t, r)
+	env.WaitConverged(t, wait, r)
 	if r.Status.AtProvider.Plan != nil {
 		t.Errorf("a rule that acts keeps a plan: %+v", r.Status.AtProvider.Plan)
 	}
@@ -142,7 +142,7 @@ func TestAppBundlePlansUnderObserve(t *testing.T) {
 	ns := env.Namespace(t, "plan-bundle", nil)
 	ab := bundle(ns, "web")
 	ab.Spec.ManagementPolicies = observeOnly
-	create(t, ab)
+	env.Create(t, ab)
 	planned := func(what, summary string, want []string) {
 		t.Helper()
 		waitPlan(t, what, ab, func() *v1alpha1.Plan { return ab.Status.AtProvider.Plan }, summary, want)
@@ -179,7 +179,7 @@ func TestImmortalContainerPlansUnderObserve(t *testing.T) {
 	ns := env.Namespace(t, "plan-immortal", nil)
 	ic := immortal(ns, "web")
 	ic.Spec.ManagementPolicies = observeOnly
-	create(t, ic)
+	env.Create(t, ic)
 	planned := func(what, summary string, want []string) {
 		t.Helper()
 		waitPlan(t, what, ic, func() *v1alpha1.Plan { return ic.Status.AtProvider.Plan }, summary, want)
@@ -222,7 +222,7 @@ func TestConfigRolloutPlansUnderObserve(t *testing.T) {
 		}},
 	}
 	cr.Spec.ManagementPolicies = observeOnly
-	create(t, cm, consumer(ns, "web", "conf"), cr)
+	env.Create(t, cm, consumer(ns, "web", "conf"), cr)
 	planned := func(what, summary string, want []string) {
 		t.Helper()
 		waitPlan(t, what, cr, func() *v1alpha1.Plan { return cr.Status.AtProvider.Plan }, summary, want)

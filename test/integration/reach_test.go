@@ -65,7 +65,7 @@ func TestAnotherClustersNamespaceIsNotTheTenants(t *testing.T) {
 	}
 	remoteProd := kubeconfigConfig(cfg, admin, "kubeconfigs", "remote", shared)
 	remoteProd.Spec.Reach.DeniedNamespaces = []string{tenant, "kube-system"}
-	create(t,
+	env.Create(t,
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: admin, Name: "kubeconfigs"}, Data: map[string][]byte{"remote": kc}},
 		remoteProd,
 	)
@@ -85,11 +85,11 @@ func TestAnotherClustersNamespaceIsNotTheTenants(t *testing.T) {
 		return r
 	}
 	denied, ungranted, granted := rule(tenant, "steal"), rule(other, "borrow"), rule(tenant, "shared", shared)
-	create(t, denied, ungranted, granted)
+	env.Create(t, denied, ungranted, granted)
 
 	ab := bundle(tenant, "web")
 	ab.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: cfg}
-	create(t, ab)
+	env.Create(t, ab)
 
 	syncedFalse(t, denied, fmt.Sprintf(`namespace %q is out of reach: ClusterProviderConfig %q denies it`, tenant, cfg))
 	syncedFalse(t, ungranted, fmt.Sprintf(`namespace %q is out of reach`, other), fmt.Sprintf("ClusterProviderConfig %q, which is for another cluster", cfg))

@@ -161,9 +161,9 @@ func TestRemoteClusterGoesDark(t *testing.T) {
 	rollouts := remoteRollouts(t, remote, home, cpc, m)
 	local := env.Namespace(t, "copy-dark-src", nil)
 	localTarget := env.Namespace(t, "copy-dark", nil)
-	create(t, configMap(local, "conf", map[string]string{"k": "v1"}, nil))
+	env.Create(t, configMap(local, "conf", map[string]string{"k": "v1"}, nil))
 	lr := copyRule(t, local, "local", copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{localTarget}})
-	settled(t, lr)
+	env.WaitConverged(t, wait, lr)
 	copyHolds(t, localTarget, "conf", map[string]string{"k": "v1"})
 
 	// Dark, while every remote resource is reconciled (a spec change, as a
@@ -328,7 +328,7 @@ func remoteRollouts(t *testing.T, remote *testenv.Env, home, cpc string, m int) 
 		r.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: cpc}
 		r.Spec.ForProvider.ConfigMaps = []workloadv1alpha1.SourceRef{{Name: conf}}
 		r.Spec.ForProvider.Workloads = []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: web}}
-		create(t, r)
+		env.Create(t, r)
 		out = append(out, r)
 	}
 	testenv.EventuallyEvery(t, testenv.Scaled(50*time.Millisecond), testenv.Scaled(wait), "every remote ConfigRollout to follow its Deployment", func(ctx context.Context) (bool, error) {
@@ -388,7 +388,7 @@ func remoteRules(t *testing.T, remote *testenv.Env, home, cpc string, n int) []*
 		r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: name}}
 		r.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: cpc}
 		r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{name}, Namespaces: []string{"far-away"}, ConflictPolicy: copyv1alpha1.ConflictSkip, MaxParallelWrites: 4}
-		create(t, r)
+		env.Create(t, r)
 		rules = append(rules, r)
 	}
 	return rules

@@ -69,14 +69,14 @@ func TestNoSecretBytesLeak(t *testing.T) {
 	// A kubeconfig of garbage that carries the marker: the error must not.
 	secret(src, "kubeconfig", corev1.SecretTypeOpaque, nil, nil, map[string]string{"config": "clusters: [" + marker + "]\nnot: a kubeconfig"})
 
-	rule := create(t, fmt.Sprintf(`{apiVersion: copy.clusterops.io/v1alpha1, kind: CopyRule, metadata: {name: leak}, spec: {forProvider: {kind: Secret, selector: {matchLabels: {leak-test: copy}}, namespaces: [%s], conflictPolicy: Skip}}}`, dst), src)
-	create(t, fmt.Sprintf(`{apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: %s}, spec: {selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: c, image: nginx, envFrom: [{secretRef: {name: creds}}]}]}}}}`, src))
-	rollout := create(t, `{apiVersion: workload.clusterops.io/v1alpha1, kind: ConfigRollout, metadata: {name: leak}, spec: {forProvider: {secrets: [{name: creds}], workloads: [{kind: Deployment, name: web}]}}}`, src)
-	create(t, fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: victim, namespace: %s}, data: {a: b}}`, src))
-	create(t, `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: leak}, spec: {forProvider: {ipsumMode: true, eagerness: 100, interval: 1s}}}`, src)
-	create(t, `{apiVersion: workload.clusterops.io/v1alpha1, kind: AppBundle, metadata: {name: leak}, spec: {forProvider: {image: nginx, env: [{name: MODE, value: test}]}}}`, src)
-	create(t, fmt.Sprintf(`{apiVersion: clusterops.io/v1alpha1, kind: ClusterProviderConfig, metadata: {name: %s}, spec: {credentials: {source: Secret, secretRef: {name: kubeconfig, namespace: %s, key: config}}}}`, src, src))
-	remote := create(t, fmt.Sprintf(`{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: leak}, spec: {providerConfigRef: {kind: ClusterProviderConfig, name: %s}, forProvider: {image: nginx}}}`, src), src)
+	rule := createYAML(t, fmt.Sprintf(`{apiVersion: copy.clusterops.io/v1alpha1, kind: CopyRule, metadata: {name: leak}, spec: {forProvider: {kind: Secret, selector: {matchLabels: {leak-test: copy}}, namespaces: [%s], conflictPolicy: Skip}}}`, dst), src)
+	createYAML(t, fmt.Sprintf(`{apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: %s}, spec: {selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}}, spec: {containers: [{name: c, image: nginx, envFrom: [{secretRef: {name: creds}}]}]}}}}`, src))
+	rollout := createYAML(t, `{apiVersion: workload.clusterops.io/v1alpha1, kind: ConfigRollout, metadata: {name: leak}, spec: {forProvider: {secrets: [{name: creds}], workloads: [{kind: Deployment, name: web}]}}}`, src)
+	createYAML(t, fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: victim, namespace: %s}, data: {a: b}}`, src))
+	createYAML(t, `{apiVersion: chaos.clusterops.io/v1alpha1, kind: ChaosAgent, metadata: {name: leak}, spec: {forProvider: {ipsumMode: true, eagerness: 100, interval: 1s}}}`, src)
+	createYAML(t, `{apiVersion: workload.clusterops.io/v1alpha1, kind: AppBundle, metadata: {name: leak}, spec: {forProvider: {image: nginx, env: [{name: MODE, value: test}]}}}`, src)
+	createYAML(t, fmt.Sprintf(`{apiVersion: clusterops.io/v1alpha1, kind: ClusterProviderConfig, metadata: {name: %s}, spec: {credentials: {source: Secret, secretRef: {name: kubeconfig, namespace: %s, key: config}}}}`, src, src))
+	remote := createYAML(t, fmt.Sprintf(`{apiVersion: workload.clusterops.io/v1alpha1, kind: ImmortalContainer, metadata: {name: leak}, spec: {providerConfigRef: {kind: ClusterProviderConfig, name: %s}, forProvider: {image: nginx}}}`, src), src)
 
 	// The data flowed: the copy holds the marker, conflicts and refusals are
 	// reported, the rollout rolled, the agent acted, the bad config failed.

@@ -69,7 +69,7 @@ func TestRuntimeProblems(t *testing.T) {
 		"ConflictingObject": {
 			reason: "An AppBundle whose Deployment name is taken by someone else's Deployment leaves it alone and says so.",
 			setup: func(t *testing.T, ns string) string {
-				create(t, fmt.Sprintf(`{apiVersion: apps/v1, kind: Deployment, metadata: {name: taken, namespace: %s}, spec: {selector: {matchLabels: {app: other}}, template: {metadata: {labels: {app: other}}, spec: {containers: [{name: c, image: nginx}]}}}}`, ns))
+				createYAML(t, fmt.Sprintf(`{apiVersion: apps/v1, kind: Deployment, metadata: {name: taken, namespace: %s}, spec: {selector: {matchLabels: {app: other}}, template: {metadata: {labels: {app: other}}, spec: {containers: [{name: c, image: nginx}]}}}}`, ns))
 				return `{apiVersion: workload.clusterops.io/v1alpha1, kind: AppBundle, metadata: {name: taken}, spec: {forProvider: {image: nginx}}}`
 			},
 			condition: "Synced",
@@ -90,8 +90,8 @@ func TestRuntimeProblems(t *testing.T) {
 		"BadKubeconfigSecret": {
 			reason: "A managed resource whose config's kubeconfig Secret holds garbage says which Secret and key.",
 			setup: func(t *testing.T, ns string) string {
-				create(t, fmt.Sprintf(`{apiVersion: v1, kind: Secret, metadata: {name: kubeconfig, namespace: %s}, stringData: {config: "this is not a kubeconfig"}}`, ns))
-				create(t, fmt.Sprintf(`{apiVersion: clusterops.io/v1alpha1, kind: ClusterProviderConfig, metadata: {name: %s}, spec: {credentials: {source: Secret, secretRef: {name: kubeconfig, namespace: %s, key: config}}}}`, ns, ns))
+				createYAML(t, fmt.Sprintf(`{apiVersion: v1, kind: Secret, metadata: {name: kubeconfig, namespace: %s}, stringData: {config: "this is not a kubeconfig"}}`, ns))
+				createYAML(t, fmt.Sprintf(`{apiVersion: clusterops.io/v1alpha1, kind: ClusterProviderConfig, metadata: {name: %s}, spec: {credentials: {source: Secret, secretRef: {name: kubeconfig, namespace: %s, key: config}}}}`, ns, ns))
 				return fmt.Sprintf(`{apiVersion: copy.clusterops.io/v1alpha1, kind: CopyRule, metadata: {name: bad-kubeconfig}, spec: {providerConfigRef: {kind: ClusterProviderConfig, name: %s}, forProvider: {kind: ConfigMap, names: [a], allNamespaces: true}}}`, ns)
 			},
 			condition: "Synced",
@@ -108,7 +108,7 @@ func TestRuntimeProblems(t *testing.T) {
 				// The cases wait in parallel, so their storm windows overlap.
 				t.Parallel()
 				ns := env.Namespace(t, "rel-"+strings.ToLower(name), nil)
-				u := create(t, tc.setup(t, ns), ns)
+				u := createYAML(t, tc.setup(t, ns), ns)
 
 				var cond map[string]any
 				testenv.Eventually(t, wait, tc.condition+"=False on "+u.GetName(), func(ctx context.Context) (bool, error) {
@@ -163,8 +163,8 @@ func TestRuntimeProblems(t *testing.T) {
 	t.Run("ProviderKeepsWorking", func(t *testing.T) {
 		src := env.Namespace(t, "team-rel-src", nil)
 		dst := env.Namespace(t, "team-rel-dst", nil)
-		create(t, fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: %s}, data: {a: b}}`, src))
-		rule := create(t, fmt.Sprintf(`{apiVersion: copy.clusterops.io/v1alpha1, kind: CopyRule, metadata: {name: healthy}, spec: {forProvider: {kind: ConfigMap, names: [settings], namespaces: [%s]}}}`, dst), src)
+		createYAML(t, fmt.Sprintf(`{apiVersion: v1, kind: ConfigMap, metadata: {name: settings, namespace: %s}, data: {a: b}}`, src))
+		rule := createYAML(t, fmt.Sprintf(`{apiVersion: copy.clusterops.io/v1alpha1, kind: CopyRule, metadata: {name: healthy}, spec: {forProvider: {kind: ConfigMap, names: [settings], namespaces: [%s]}}}`, dst), src)
 		testenv.Eventually(t, wait, "the copy and Ready=True", func(ctx context.Context) (bool, error) {
 			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: dst, Name: "settings"}, &corev1.ConfigMap{}); err != nil {
 				return false, err
@@ -178,9 +178,9 @@ func TestRuntimeProblems(t *testing.T) {
 	})
 }
 
-// create creates the object in y, in namespace ns when one is given, and
+// createYAML creates the object in y, in namespace ns when one is given, and
 // deletes it when the test ends.
-func create(t *testing.T, y string, ns ...string) *unstructured.Unstructured {
+func createYAML(t *testing.T, y string, ns ...string) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(y), &u.Object); err != nil {

@@ -155,15 +155,6 @@ func deleteAndWait(t *testing.T, o client.Object) {
 	})
 }
 
-func create(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // until waits until cond holds of a fresh read of o.
 func until[T client.Object](t *testing.T, o T, what string, cond func(o T) bool) {
 	t.Helper()
@@ -213,7 +204,7 @@ func TestChangeLogs(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 			Spec:       workloadv1alpha1.AppBundleSpec{ForProvider: workloadv1alpha1.AppBundleParameters{Image: "nginx:1.21"}},
 		}
-		create(t, ab)
+		env.Create(t, ab)
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}}
 		until(t, d, "the Deployment", func(*appsv1.Deployment) bool { return true })
 		expect(t, ns, "AppBundle", "web", opCreate)
@@ -234,7 +225,7 @@ func TestChangeLogs(t *testing.T) {
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
 			Spec:       workloadv1alpha1.ImmortalContainerSpec{ForProvider: workloadv1alpha1.ImmortalContainerParameters{Image: "nginx:1.21"}},
 		}
-		create(t, ic)
+		env.Create(t, ic)
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-immortalpod", Namespace: ns}}
 		until(t, pod, "the pod", func(*corev1.Pod) bool { return true })
 		expect(t, ns, "ImmortalContainer", "web", opCreate)
@@ -255,7 +246,7 @@ func TestChangeLogs(t *testing.T) {
 		src := env.Namespace(t, "team-cl-copy-src", nil)
 		dst := env.Namespace(t, "team-cl-copy-dst", nil)
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token", Namespace: src}, StringData: map[string]string{"token": canary}}
-		create(t, s)
+		env.Create(t, s)
 		r := &copyv1alpha1.CopyRule{
 			ObjectMeta: metav1.ObjectMeta{Name: "token", Namespace: src},
 			Spec: copyv1alpha1.CopyRuleSpec{ForProvider: copyv1alpha1.CopyRuleParameters{
@@ -263,7 +254,7 @@ func TestChangeLogs(t *testing.T) {
 				ConflictPolicy: copyv1alpha1.ConflictSkip, MaxParallelWrites: 8,
 			}},
 		}
-		create(t, r)
+		env.Create(t, r)
 		cp := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token", Namespace: dst}}
 		until(t, cp, "the copy", func(c *corev1.Secret) bool { return string(c.Data["token"]) == canary })
 		expect(t, src, "CopyRule", "token", opUpdate)
@@ -283,7 +274,7 @@ func TestChangeLogs(t *testing.T) {
 		ns := env.Namespace(t, "team-cl-rollout", nil)
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "token", Namespace: ns}, StringData: map[string]string{"token": canary}}
 		d := deployment(ns, "app")
-		create(t, s, d)
+		env.Create(t, s, d)
 		cr := &workloadv1alpha1.ConfigRollout{
 			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: ns},
 			Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
@@ -291,7 +282,7 @@ func TestChangeLogs(t *testing.T) {
 				Workloads: []workloadv1alpha1.WorkloadRef{{Kind: "Deployment", Name: "app"}},
 			}},
 		}
-		create(t, cr)
+		env.Create(t, cr)
 		hash := func(d *appsv1.Deployment) string {
 			return d.Spec.Template.Annotations["workload.clusterops.io/config-hash"]
 		}
@@ -313,7 +304,7 @@ func TestChangeLogs(t *testing.T) {
 	t.Run("ChaosAgent", func(t *testing.T) {
 		ns := env.Namespace(t, "team-cl-chaos", nil)
 		victim := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: ns}, Data: map[string]string{"k": "original"}}
-		create(t, victim)
+		env.Create(t, victim)
 		// One round (the interval is an hour), which rewrites the ConfigMap.
 		ca := &chaosv1alpha1.ChaosAgent{
 			ObjectMeta: metav1.ObjectMeta{Name: "chaos", Namespace: ns},
@@ -322,7 +313,7 @@ func TestChangeLogs(t *testing.T) {
 				Interval: metav1.Duration{Duration: time.Hour}, Seed: ptr.To[int64](1605),
 			}},
 		}
-		create(t, ca)
+		env.Create(t, ca)
 		until(t, ca, "the agent's round", func(ca *chaosv1alpha1.ChaosAgent) bool { return ca.Status.AtProvider.RoundsRun == 1 })
 		expect(t, ns, "ChaosAgent", "chaos", opUpdate)
 

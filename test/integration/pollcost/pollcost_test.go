@@ -18,8 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
-
 	"github.com/crossplane/crossplane-runtime/v2/pkg/reconciler/managed"
 
 	chaosv1alpha1 "github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
@@ -43,7 +41,7 @@ func TestMain(m *testing.M) {
 // the poll's purpose: it re-reads what the resource acts on, so drift a watch
 // did not report is still repaired.
 type pollCost struct {
-	mr    client.Object
+	mr    testenv.Conditioned
 	kind  string // the GroupKind, which names its controller
 	reads int
 }
@@ -81,14 +79,14 @@ func TestPollRoundCost(t *testing.T) {
 			}}}, kind: chaosv1alpha1.ChaosAgentGroupKind, reads: 0},
 	}
 	for _, c := range costs {
-		create(t, c.mr)
+		env.Create(t, c.mr)
 	}
 	// Converged first: every managed resource Synced (its last reconcile
 	// succeeded). A create is followed by
 	// a requeue the controller's rate limiter delays by a second or more, which
 	// no queue shows while it waits: wait that out too before counting.
 	for _, c := range costs {
-		synced(t, c.mr)
+		env.WaitSynced(t, wait, c.mr)
 	}
 	// What a Deployment's controller and a kubelet would write, which the
 	// AppBundle and the ImmortalContainer wait for after their create.
@@ -99,8 +97,8 @@ func TestPollRoundCost(t *testing.T) {
 	if err := podRunning(ctx, ns, "immortal-immortalpod"); err != nil {
 		t.Fatal(err)
 	}
-	ready(t, costs[0].mr)
-	ready(t, costs[1].mr)
+	env.WaitReady(t, wait, costs[0].mr)
+	env.WaitReady(t, wait, costs[1].mr)
 	quiet(t, 3*time.Second)
 	testenv.WaitIdle(t, wait)
 	for i, c := range costs {
@@ -150,7 +148,7 @@ func readsConf(t *testing.T, ns string) {
 	t.Helper()
 	zero := int32(0)
 	app := map[string]string{"app": "web"}
-	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}},
+	env.Create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}, Data: map[string]string{"k": "v"}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: appsv1.DeploymentSpec{
 			Replicas: &zero,
 			Selector: &metav1.LabelSelector{MatchLabels: app},
@@ -160,42 +158,6 @@ func readsConf(t *testing.T, ns string) {
 				}}}},
 			}},
 		}})
-}
-
-// synced waits until managed resource mr is Synced: its last reconcile
-// succeeded.
-func synced(t *testing.T, mr client.Object) {
-	t.Helper()
-	awaitCondition(t, mr, xpv2.TypeSynced)
-}
-
-// ready waits until managed resource mr is Ready.
-func ready(t *testing.T, mr client.Object) {
-	t.Helper()
-	awaitCondition(t, mr, xpv2.TypeReady)
-}
-
-// awaitCondition waits until managed resource mr's condition ct is True.
-func awaitCondition(t *testing.T, mr client.Object, ct xpv2.ConditionType) {
-	t.Helper()
-	testenv.Eventually(t, wait, fmt.Sprintf("%T %s/%s to be %s", mr, mr.GetNamespace(), mr.GetName(), ct), func(ctx context.Context) (bool, error) {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mr), mr); err != nil {
-			return false, err
-		}
-		cond, ok := mr.(interface {
-			GetCondition(xpv2.ConditionType) xpv2.Condition
-		})
-		return ok && cond.GetCondition(ct).Status == corev1.ConditionTrue, nil
-	})
-}
-
-func create(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // quiet waits until the provider has sent nothing for d.
@@ -240,13 +202,13 @@ func TestNewResourceReconciledOnce(t *testing.T) {
 		quiet(t, time.Second)
 		return ns
 	}
-	rule := func(ns string) client.Object {
+	rule := func(ns string) testenv.Conditioned {
 		return &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Name: "copy", Namespace: ns},
 			Spec: copyv1alpha1.CopyRuleSpec{ForProvider: copyv1alpha1.CopyRuleParameters{
 				Kind: copyv1alpha1.KindConfigMap, Names: []string{"conf"}, Namespaces: []string{env.Namespace(t, "once-dst", reachable)},
 			}}}
 	}
-	rollout := func(ns string) client.Object {
+	rollout := func(ns string) testenv.Conditioned {
 		return &workloadv1alpha1.ConfigRollout{ObjectMeta: metav1.ObjectMeta{Name: "rollout", Namespace: ns},
 			Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
 				ConfigMaps: []workloadv1alpha1.SourceRef{{Name: "conf"}},
@@ -255,7 +217,7 @@ func TestNewResourceReconciledOnce(t *testing.T) {
 	}
 	for _, c := range []struct {
 		kind string
-		mr   func(ns string) client.Object
+		mr   func(ns string) testenv.Conditioned
 	}{
 		{copyv1alpha1.CopyRuleGroupKind, rule},
 		{workloadv1alpha1.ConfigRolloutGroupKind, rollout},
@@ -263,8 +225,8 @@ func TestNewResourceReconciledOnce(t *testing.T) {
 		// The first of its kind starts the watches every one shares (the
 		// namespaces) and is not counted.
 		first := c.mr(fresh("once-warm"))
-		create(t, first)
-		synced(t, first)
+		env.Create(t, first)
+		env.WaitSynced(t, wait, first)
 		quiet(t, 2*time.Second)
 		testenv.WaitIdle(t, wait)
 
@@ -274,8 +236,8 @@ func TestNewResourceReconciledOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		mr := c.mr(fresh("once"))
-		create(t, mr)
-		synced(t, mr)
+		env.Create(t, mr)
+		env.WaitSynced(t, wait, mr)
 		// A create is followed by a requeue the controller's rate limiter
 		// delays by a second or more: wait that out before counting.
 		quiet(t, 3*time.Second)
@@ -300,7 +262,7 @@ func TestCreateWaitsForReadiness(t *testing.T) {
 	ctx := context.Background()
 	for _, c := range []struct {
 		kind  string
-		mr    client.Object
+		mr    testenv.Conditioned
 		ready func() error // what the Deployment's or the pod's controller would write
 	}{
 		{workloadv1alpha1.AppBundleGroupKind,
@@ -332,13 +294,13 @@ func TestCreateWaitsForReadiness(t *testing.T) {
 				t.Errorf("%s: %s took %v reconciles, want %v", c.kind, what, after-before, want)
 			}
 		}
-		create(t, c.mr)
-		synced(t, c.mr)
+		env.Create(t, c.mr)
+		env.WaitSynced(t, wait, c.mr)
 		count(1, "a create")
 		if err := c.ready(); err != nil {
 			t.Fatal(err)
 		}
-		ready(t, c.mr)
+		env.WaitReady(t, wait, c.mr)
 		count(2, "a create and its readiness")
 	}
 }

@@ -134,7 +134,7 @@ func TestShareRebuildsLeaveNothingBehind(t *testing.T) {
 		}
 		return len(l.Items) == rules, nil
 	})
-	base := settled(t, nil)
+	base := quietGoroutines(t, nil)
 	heapBase, liveBase := heapInUse(), a.live()
 	t.Logf("before: %d goroutines (%d controller workers, %d informers), %d MiB of heap in use, %d of a's clients live",
 		total(base), count(base, worker), count(base, informer), heapBase>>20, liveBase)
@@ -154,7 +154,7 @@ func TestShareRebuildsLeaveNothingBehind(t *testing.T) {
 		t.Logf("cycle %d: %d goroutines", i+1, runtime.NumGoroutine())
 	}
 
-	after := settled(t, base)
+	after := quietGoroutines(t, base)
 	heapAfter, liveAfter := heapInUse(), a.live()
 	t.Logf("after %d share rebuilds: %d goroutines (%d controller workers, %d informers), %d MiB of heap in use, %d of a's clients live",
 		2*cycles, total(after), count(after, worker), count(after, informer), heapAfter>>20, liveAfter)
@@ -309,14 +309,14 @@ func heapInUse() uint64 {
 	return m.HeapInuse
 }
 
-// settled waits until the goroutines are quiet: no reconcile runs, the
+// quietGoroutines waits until the goroutines are quiet: no reconcile runs, the
 // controllers' workers and informers are as many for ten polls in a row,
 // and the number of goroutines stopped falling. With base, it also waits until as many
 // controller workers and informers run as in base (fewer would hide a leak
 // behind those yet to start), and until at most slack more goroutines than
 // in base run, and says which stacks grew when they do not. It returns the
 // goroutines, by stack.
-func settled(t *testing.T, base map[string]int) map[string]int {
+func quietGoroutines(t *testing.T, base map[string]int) map[string]int {
 	t.Helper()
 	var now map[string]int
 	low, calm, shape := -1, 0, [2]int{}

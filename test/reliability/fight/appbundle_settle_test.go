@@ -70,7 +70,7 @@ func TestBundleSettlesWithEveryField(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 				Spec:       workloadv1alpha1.AppBundleSpec{ForProvider: tc.params},
 			}
-			create(t, ab)
+			env.Create(t, ab)
 			testenv.Eventually(t, wait, "the AppBundle's objects, and the bundle synced", func(ctx context.Context) (bool, error) {
 				for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
 					if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, o); err != nil {
@@ -84,7 +84,7 @@ func TestBundleSettlesWithEveryField(t *testing.T) {
 				return err == nil && ab.GetCondition(xpv2.TypeSynced).Status == corev1.ConditionTrue, err
 			})
 			for _, p := range []string{"/deployments/web", "/services/web", "/persistentvolumeclaims/web-data"} {
-				settled(t, tc.reason+" "+p, ab, workloadv1alpha1.AppBundleGroupKind, "/namespaces/"+ns+p)
+				writesNothingMore(t, tc.reason+" "+p, ab, workloadv1alpha1.AppBundleGroupKind, "/namespaces/"+ns+p)
 			}
 		})
 	}

@@ -41,7 +41,7 @@ type blastCluster struct {
 // reach, not named at all, and the system namespaces and the provider's own.
 func newBlastCluster(t *testing.T) *blastCluster {
 	t.Helper()
-	create(t, &v1alpha1.ClusterProviderConfig{
+	env.Create(t, &v1alpha1.ClusterProviderConfig{
 		ObjectMeta: metav1.ObjectMeta{Name: blastConfig},
 		Spec: v1alpha1.ClusterProviderConfigSpec{
 			Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity},
@@ -108,7 +108,7 @@ func victims(t *testing.T, ns string) {
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}},
 		}
-		create(t, p)
+		env.Create(t, p)
 		// Running and Ready, as a kubelet would report: what the Eviction API
 		// weighs against disruption budgets.
 		p.Status.Phase = corev1.PodRunning
@@ -118,7 +118,7 @@ func victims(t *testing.T, ns string) {
 		}
 		objs = append(objs, p)
 	}
-	create(t, objs[:3]...)
+	env.Create(t, objs[:3]...)
 	t.Cleanup(func() {
 		for _, o := range objs {
 			_ = env.Client.Delete(context.Background(), o, client.GracePeriodSeconds(0))
@@ -229,7 +229,7 @@ func TestChaosBlastRadius(t *testing.T) {
 
 	n := mark()
 	ca := blastAgent(c, "havoc", func(*chaosv1alpha1.ChaosAgent) {})
-	create(t, ca)
+	env.Create(t, ca)
 	rounds(t, ca, 20)
 	o := ca.Status.AtProvider
 	t.Logf("%d rounds: %d pods killed, %d Deployments scaled, %d ConfigMaps rewritten, %d provider writes", o.RoundsRun, o.PodsKilled, o.DeploymentsScaled, o.ConfigMapsRewritten, len(writesSince(n)))
@@ -276,7 +276,7 @@ func TestChaosBlastRadius(t *testing.T) {
 			before := snapshot(t, all)
 			n := mark()
 			ca := blastAgent(c, name, mod)
-			create(t, ca)
+			env.Create(t, ca)
 			rounds(t, ca, 5)
 			if len(ca.Status.AtProvider.RecentActions) == 0 {
 				t.Errorf("recentActions is empty: want the actions it would have taken")

@@ -68,7 +68,7 @@ func annotateOnly(t *testing.T, o, mr client.Object, kind, what string, parts ..
 		edit(t, o, func() { annotate(o, fighterAnnotation, "only-"+strconv.Itoa(i)) })
 		time.Sleep(100 * time.Millisecond) // The fighter's pace.
 	}
-	settled(t, what+" with the fighter's annotation", mr, kind, parts...)
+	writesNothingMore(t, what+" with the fighter's annotation", mr, kind, parts...)
 	if w := writesSince(n, parts...); len(w) > 0 {
 		t.Errorf("%s: the provider wrote %d times when only a field it does not own changed: %v", what, len(w), w)
 	}
@@ -115,11 +115,11 @@ func TestFightOverCopies(t *testing.T) {
 			source := tc.data.object(src)
 			source.SetLabels(map[string]string{"team": "a"})
 			tc.data.set(source, "v1")
-			create(t, source)
+			env.Create(t, source)
 			r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "fight"}}
 			r.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: fightConfig}
 			r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{Kind: tc.kind, Names: []string{"settings"}, Namespaces: []string{dst}}
-			create(t, r)
+			env.Create(t, r)
 
 			cp := tc.data.object(dst)
 			testenv.Eventually(t, wait, "the copy", func(ctx context.Context) (bool, error) {
@@ -155,7 +155,7 @@ func TestFightOverCopies(t *testing.T) {
 			if cp.GetLabels()["team"] != "a" || cp.GetAnnotations()[copyrule.AnnotationSource] != src+"/settings" {
 				t.Errorf("%s\nthe copy lost its source's label or the rule's marks: labels %v, annotations %v", tc.reason, cp.GetLabels(), cp.GetAnnotations())
 			}
-			settled(t, name+" copy", r, copyv1alpha1.CopyRuleGroupKind, inDst)
+			writesNothingMore(t, name+" copy", r, copyv1alpha1.CopyRuleGroupKind, inDst)
 			annotateOnly(t, cp, r, copyv1alpha1.CopyRuleGroupKind, name+" copy", inDst)
 		})
 	}
@@ -164,7 +164,7 @@ func TestFightOverCopies(t *testing.T) {
 func TestFightOverRolloutAnnotation(t *testing.T) {
 	ns := env.Namespace(t, "fight-roll", nil)
 	conf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"k": "v1"}}
-	create(t, conf)
+	env.Create(t, conf)
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 		Spec: appsv1.DeploymentSpec{
@@ -178,7 +178,7 @@ func TestFightOverRolloutAnnotation(t *testing.T) {
 			},
 		},
 	}
-	create(t, d)
+	env.Create(t, d)
 	cr := &workloadv1alpha1.ConfigRollout{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"},
 		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
@@ -188,7 +188,7 @@ func TestFightOverRolloutAnnotation(t *testing.T) {
 			RolloutLimit: &workloadv1alpha1.RolloutLimit{Rollouts: 1000, Within: &metav1.Duration{Duration: 10 * time.Second}},
 		}},
 	}
-	create(t, cr)
+	env.Create(t, cr)
 	// The rollout's creation rolls nothing: the fight is over the hash a
 	// change of the configuration wrote into the template.
 	following(t, cr, d, 1)
@@ -213,7 +213,7 @@ func TestFightOverRolloutAnnotation(t *testing.T) {
 	if got := d.Spec.Template.Spec.Containers[0].Env; len(got) != 1 || got[0].Value != want {
 		t.Errorf("the fighter's env = %v, want %s=%s", got, fighterEnv, want)
 	}
-	settled(t, "rolled Deployment", cr, workloadv1alpha1.ConfigRolloutGroupKind, web)
+	writesNothingMore(t, "rolled Deployment", cr, workloadv1alpha1.ConfigRolloutGroupKind, web)
 	annotateOnly(t, d, cr, workloadv1alpha1.ConfigRolloutGroupKind, "rolled Deployment", web)
 
 	// Its template changed under it 20 times, yet the hash of its sources
@@ -294,7 +294,7 @@ func TestFightOverBundleDeployment(t *testing.T) {
 			},
 		}},
 	}
-	create(t, ab)
+	env.Create(t, ab)
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 	image := func() string {
 		if len(d.Spec.Template.Spec.Containers) == 0 {
@@ -330,7 +330,7 @@ func TestFightOverBundleDeployment(t *testing.T) {
 	if got := d.Annotations[fighterAnnotation]; got != want {
 		t.Errorf("the fighter's annotation = %q, want %q", got, want)
 	}
-	settled(t, "AppBundle Deployment", ab, workloadv1alpha1.AppBundleGroupKind, web)
+	writesNothingMore(t, "AppBundle Deployment", ab, workloadv1alpha1.AppBundleGroupKind, web)
 	annotateOnly(t, d, ab, workloadv1alpha1.AppBundleGroupKind, "AppBundle Deployment", web)
 }
 

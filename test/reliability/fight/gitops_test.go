@@ -130,7 +130,7 @@ func TestGitOpsApplierDoesNotFightRollout(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ns := env.Namespace(t, "fight-gitops", nil)
 			conf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"k": "v1"}}
-			create(t, conf)
+			env.Create(t, conf)
 			tc.apply(t, gitOpsManifest(ns, 0))
 			cr := &workloadv1alpha1.ConfigRollout{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"},
@@ -139,7 +139,7 @@ func TestGitOpsApplierDoesNotFightRollout(t *testing.T) {
 					Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: configrollout.KindDeployment, Name: "web"}},
 				}},
 			}
-			create(t, cr)
+			env.Create(t, cr)
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 			web := "/namespaces/" + ns + "/deployments/web"
 			revision := 0
@@ -199,7 +199,7 @@ func TestGitOpsApplierDoesNotFightRollout(t *testing.T) {
 						}
 					}
 				}
-				settled(t, name+" Deployment, "+phase, cr, workloadv1alpha1.ConfigRolloutGroupKind, web)
+				writesNothingMore(t, name+" Deployment, "+phase, cr, workloadv1alpha1.ConfigRolloutGroupKind, web)
 			}
 
 			// The rollout's creation only starts to follow the Deployment.
@@ -223,7 +223,7 @@ func TestGitOpsManifestThatCarriedTheHash(t *testing.T) {
 	controller := managed.ControllerName(workloadv1alpha1.ConfigRolloutGroupKind)
 	ns := env.Namespace(t, "fight-gitops-copied", nil)
 	conf := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"k": "v1"}}
-	create(t, conf)
+	env.Create(t, conf)
 	clientSideApply(t, gitOpsManifest(ns, 0))
 	cr := &workloadv1alpha1.ConfigRollout{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"},
@@ -232,7 +232,7 @@ func TestGitOpsManifestThatCarriedTheHash(t *testing.T) {
 			Workloads:  []workloadv1alpha1.WorkloadRef{{Kind: configrollout.KindDeployment, Name: "web"}},
 		}},
 	}
-	create(t, cr)
+	env.Create(t, cr)
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 	carries := func(what string) {
 		t.Helper()

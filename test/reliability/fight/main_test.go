@@ -49,15 +49,6 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-func create(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatalf("cannot create %T %s: %v", o, o.GetName(), err)
-		}
-	}
-}
-
 // edit is what a second client does: read, change, write back with a plain
 // update under its own field manager, retrying when the provider wrote in
 // between.
@@ -95,12 +86,12 @@ func writesSince(n int, parts ...string) []string {
 // mark is where the request log is now.
 func mark() int { return len(env.Requests.Writes()) }
 
-// settled makes the provider reconcile mr once more and checks that it wrote
-// nothing to a path containing parts: a settled managed resource must not.
+// writesNothingMore makes the provider reconcile mr once more and checks that it wrote
+// nothing to a path containing parts: a converged managed resource must not.
 // A label on mr brings the reconcile; the check waits until its controller
 // has finished it and nothing is queued, so "nothing written" is what that
 // reconcile did, not a quiet moment.
-func settled(t *testing.T, what string, mr client.Object, kind string, parts ...string) {
+func writesNothingMore(t *testing.T, what string, mr client.Object, kind string, parts ...string) {
 	t.Helper()
 	controller := managed.ControllerName(kind)
 	testenv.WaitIdle(t, wait)

@@ -36,11 +36,11 @@ var grantFile = filepath.Join("cluster", "rbac", "copy-kinds.yaml")
 func TestCopyKindNeedsItsGrant(t *testing.T) {
 	ctx := context.Background()
 	src, dst := namespace(t, "team-lp-np-src"), namespace(t, "team-lp-np-dst")
-	create(t, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "deny"},
+	env.Create(t, &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "deny"},
 		Spec: networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}}})
 	r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "policies"}}
 	r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy", Names: []string{"deny"}, Namespaces: []string{dst}}
-	create(t, r)
+	env.Create(t, r)
 
 	testenv.Eventually(t, wait, "the rule to say it may not read NetworkPolicies", func(ctx context.Context) (bool, error) {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), r); err != nil {

@@ -30,18 +30,9 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
-func create(t *testing.T, objs ...client.Object) {
-	t.Helper()
-	for _, o := range objs {
-		if err := env.Client.Create(context.Background(), o); err != nil {
-			t.Fatalf("cannot create %T %s: %v", o, o.GetName(), err)
-		}
-	}
-}
-
-// synced fails the test at once when a managed resource reports a forbidden
+// syncedUnlessForbidden fails the test at once when a managed resource reports a forbidden
 // request, and otherwise says whether it is Synced.
-func synced(t *testing.T, mg resource.Managed) bool {
+func syncedUnlessForbidden(t *testing.T, mg resource.Managed) bool {
 	t.Helper()
 	c := mg.GetCondition(xpv2.TypeSynced)
 	if strings.Contains(strings.ToLower(c.Message), "forbidden") {
@@ -57,7 +48,7 @@ func until(t *testing.T, mg resource.Managed, what string, cond func(ctx context
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(mg), mg); err != nil {
 			return false, err
 		}
-		if !synced(t, mg) {
+		if !syncedUnlessForbidden(t, mg) {
 			return false, fmt.Errorf("not synced: %s", mg.GetCondition(xpv2.TypeSynced).Message)
 		}
 		return cond(ctx)
@@ -89,7 +80,7 @@ func deleteAndWait(t *testing.T, mg client.Object) {
 
 func namespace(t *testing.T, name string) string {
 	t.Helper()
-	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	env.Create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	return name
 }
 
@@ -158,12 +149,12 @@ func copyRule(t *testing.T) {
 	src, dst := namespace(t, "team-lp-src"), namespace(t, "team-lp-dst")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "shared"}, Data: map[string]string{"k": "v1"}}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "pull"}, Data: map[string][]byte{"k": []byte("s1")}}
-	create(t, cm, sec)
+	env.Create(t, cm, sec)
 	rules := map[string]*copyv1alpha1.CopyRule{}
 	for kind, name := range map[string]string{copyv1alpha1.KindConfigMap: "shared", copyv1alpha1.KindSecret: "pull"} {
 		r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: strings.ToLower(kind)}}
 		r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{Kind: kind, Names: []string{name}, Namespaces: []string{dst}}
-		create(t, r)
+		env.Create(t, r)
 		rules[kind] = r
 	}
 	cmCopy := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: dst, Name: "shared"}}
@@ -203,7 +194,7 @@ func copyRule(t *testing.T) {
 func configRollout(t *testing.T) {
 	ns := namespace(t, "lp-rollout")
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"}, Data: map[string]string{"k": "v1"}}
-	create(t, cm)
+	env.Create(t, cm)
 	labels := map[string]string{"app": "x"}
 	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels},
@@ -216,7 +207,7 @@ func configRollout(t *testing.T) {
 		&appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "agent"}, Spec: appsv1.DaemonSetSpec{Selector: sel, Template: tmpl}},
 		&batchv1.CronJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}, Spec: batchv1.CronJobSpec{Schedule: "0 3 * * *", JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: jobTemplate(tmpl)}}}},
 	}
-	create(t, workloads...)
+	env.Create(t, workloads...)
 	cr := &workloadv1alpha1.ConfigRollout{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "conf"},
 		Spec: workloadv1alpha1.ConfigRolloutSpec{ForProvider: workloadv1alpha1.ConfigRolloutParameters{
@@ -229,7 +220,7 @@ func configRollout(t *testing.T) {
 			},
 		}},
 	}
-	create(t, cr)
+	env.Create(t, cr)
 	rolled := func(what, previous string) string {
 		until(t, cr, what, func(ctx context.Context) (bool, error) {
 			h := cr.Status.AtProvider.Hash
@@ -327,7 +318,7 @@ func appBundle(t *testing.T) {
 			PVCDeletionPolicy: workloadv1alpha1.PVCDelete,
 		}},
 	}
-	create(t, ab)
+	env.Create(t, ab)
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
 	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-data"}}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
@@ -382,7 +373,7 @@ func immortalContainer(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"},
 		Spec:       workloadv1alpha1.ImmortalContainerSpec{ForProvider: workloadv1alpha1.ImmortalContainerParameters{Image: "nginx:1.27"}},
 	}
-	create(t, ic)
+	env.Create(t, ic)
 	pod := &corev1.Pod{}
 	key := types.NamespacedName{Namespace: ns, Name: "web-immortalpod"}
 	podAfter := func(previous types.UID) {
@@ -406,7 +397,7 @@ func immortalContainer(t *testing.T) {
 func chaosAgent(t *testing.T) {
 	home, target := namespace(t, "team-lp-chaos"), namespace(t, "team-lp-victims")
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "victim"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
-	create(t, p)
+	env.Create(t, p)
 	p.Status.Phase = corev1.PodRunning
 	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 	if err := env.Client.Status().Update(context.Background(), p); err != nil {
@@ -424,7 +415,7 @@ func chaosAgent(t *testing.T) {
 		},
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: target, Name: "settings"}, Data: map[string]string{"k": "original"}}
-	create(t, d, cm)
+	env.Create(t, d, cm)
 	ca := &chaosv1alpha1.ChaosAgent{
 		ObjectMeta: metav1.ObjectMeta{Namespace: home, Name: "agent"},
 		Spec: chaosv1alpha1.ChaosAgentSpec{ForProvider: chaosv1alpha1.ChaosAgentParameters{
@@ -433,7 +424,7 @@ func chaosAgent(t *testing.T) {
 			Namespaces: []string{target}, Seed: ptr.To[int64](1),
 		}},
 	}
-	create(t, ca)
+	env.Create(t, ca)
 	until(t, ca, "an eviction, a scaling and a rewrite", func(context.Context) (bool, error) {
 		o := ca.Status.AtProvider
 		return o.PodsKilled >= 1 && o.DeploymentsScaled >= 1 && o.ConfigMapsRewritten >= 1, nil

@@ -129,10 +129,10 @@ func shardedUnderShippedRBAC(t *testing.T, bin string) {
 	t.Logf("the replica held both shards after %s", time.Since(start).Round(time.Millisecond))
 
 	src, dst := namespace(t, "team-lp-shard-src"), namespace(t, "team-lp-shard-dst")
-	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "shared"}, Data: map[string]string{"k": "v"}})
+	env.Create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "shared"}, Data: map[string]string{"k": "v"}})
 	r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "sharded"}}
 	r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"shared"}, Namespaces: []string{dst}}
-	create(t, r)
+	env.Create(t, r)
 	// The provider in this process, which is not sharded, acts on the rule
 	// too: the replica's own log says it found the copy up to date.
 	upToDate := regexp.MustCompile(`External resource is up to date.*"request": \{"name":"` + r.Name + `","namespace":"` + src + `"\}`)
@@ -189,7 +189,7 @@ func bindWithout(t *testing.T, verbs ...string) {
 				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
 				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: noLeaseSA, Namespace: saNamespace}},
 			}
-			create(t, role, b)
+			env.Create(t, role, b)
 			t.Cleanup(func() {
 				_ = env.Client.Delete(ctx, b)
 				_ = env.Client.Delete(ctx, role)
