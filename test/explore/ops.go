@@ -337,7 +337,7 @@ func (m *model) reachChoices() [][]choice {
 	return [][]choice{
 		when(!m.fluxGone, 2, func(*rand.Rand, *model, int) Op { return Op{Type: OpDeleteNamespace} }),
 		when(m.fluxGone, 4, func(*rand.Rand, *model, int) Op { return Op{Type: OpCreateNamespace} }),
-		when(len(m.gone()) == 0, 3, func(r *rand.Rand, _ *model, _ int) Op { return Op{Type: OpDeny, T: r.IntN(denyable)} }),
+		when(len(m.gone()) == 0 && len(m.allowedList()) > 0, 3, func(r *rand.Rand, m *model, _ int) Op { return Op{Type: OpDeny, T: pick(r, m.allowedList())} }),
 		when(m.anyDenied(), 4, func(r *rand.Rand, m *model, _ int) Op { return Op{Type: OpAllow, T: pick(r, m.deniedList())} }),
 		when(len(m.observable()) > 0, 3, func(r *rand.Rand, m *model, _ int) Op {
 			k := m.observable()[r.IntN(len(m.observable()))]
@@ -409,6 +409,17 @@ func (m *model) anyDeniedTarget() bool {
 		}
 	}
 	return false
+}
+
+// allowedList are the denyable namespaces not denied now.
+func (m *model) allowedList() []int {
+	var out []int
+	for t, d := range m.denied {
+		if !d {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func (m *model) deniedList() []int {
@@ -547,7 +558,8 @@ func (m *model) apply(op Op) {
 
 func pick(r *rand.Rand, from []int) int { return from[r.IntN(len(from))] }
 
-// Generate is the sequence of steps operations that seed gives.
+// Generate is the sequence of steps operations that seed gives. Every
+// operation it draws is one the model allows (TestGenerateDrawsOnlyAllowed).
 func Generate(seed uint64, steps int) Sequence {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)) // The seed alone decides the sequence.
 	m := newModel(seed)
