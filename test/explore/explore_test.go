@@ -89,8 +89,9 @@ func TestExplore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	budget := shrinkBudget()
 	for _, s := range seqs {
-		t.Run(s.name, func(t *testing.T) { Run(t, env, s.seq, sum) })
+		t.Run(s.name, func(t *testing.T) { Run(t, env, s.seq, sum, budget) })
 	}
 }
 
@@ -133,6 +134,21 @@ func sequences() ([]named, error) {
 		out = append(out, named{fmt.Sprintf("seed/%d", s.Seed), s})
 	}
 	return out, nil
+}
+
+// shrinkBudget is how long a failing sequence may be shrunk: EXPLORE_SHRINK
+// (a duration, 0 to not shrink), else 3 minutes for the fixed set, whose
+// package timeout is short, and 15 for a long run or a replay.
+func shrinkBudget() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("EXPLORE_SHRINK")); err == nil {
+		return d
+	}
+	_, long := os.LookupEnv("EXPLORE_SEED")
+	_, replay := os.LookupEnv("EXPLORE_REPLAY")
+	if long || replay {
+		return 15 * time.Minute
+	}
+	return 3 * time.Minute
 }
 
 // envInt is the environment variable name as a positive number, or def.

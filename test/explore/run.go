@@ -42,8 +42,9 @@ type Violation struct {
 	Oracle string `json:"oracle"`
 	Detail string `json:"detail"`
 	Replay string `json:"replay"`
-	// Ops is how many operations the replay holds.
-	Ops int `json:"ops,omitempty"`
+	// Shrunk is how many operations the minimal replay keeps, of Ops.
+	Shrunk int `json:"shrunk,omitempty"`
+	Ops    int `json:"ops,omitempty"`
 	// report is what the world looked like when the oracle failed.
 	report string
 }
@@ -57,6 +58,8 @@ type Summary struct {
 	Violations  []Violation    `json:"violations"`
 	Seeds       []uint64       `json:"seeds"`
 	WallSeconds float64        `json:"wallSeconds"`
+	// ShrinkRuns counts the runs shrinking took, not in Sequences.
+	ShrinkRuns int `json:"shrinkRuns,omitempty"`
 }
 
 // NewSummary is an empty summary.
@@ -74,6 +77,12 @@ func (s *Summary) stepped(op Op) {
 	defer s.mu.Unlock()
 	s.Steps++
 	s.Ops[op.Type]++
+}
+
+func (s *Summary) shrank() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ShrinkRuns++
 }
 
 func (s *Summary) violated(v Violation) {
@@ -104,10 +113,11 @@ type run struct {
 
 // Run runs seq on env from a fresh world and fleet: setup, each operation
 // followed by the safety oracles, the liveness oracles at every checkpoint,
-// and the world's deletion. A broken invariant fails t with the seed, the
-// oracle, the world as it was, and the sequence up to the step that broke
-// it as JSON to replay (also written to a file for EXPLORE_REPLAY).
-func Run(t *testing.T, env *testenv.Env, seq Sequence, sum *Summary) {
+// and the world's deletion. A broken invariant is shrunk to a minimal
+// sequence that still breaks it, within shrinkBudget, and fails t with the
+// seed, the oracle, the world as it was, and the minimal sequence as JSON
+// to replay (also written to a file for EXPLORE_REPLAY).
+func Run(t *testing.T, env *testenv.Env, seq Sequence, sum *Summary, shrinkBudget time.Duration) {
 	t.Helper()
 	sum.started(seq.Seed)
 	v := execute(t, env, seq, sum, "")
@@ -119,12 +129,22 @@ func Run(t *testing.T, env *testenv.Env, seq Sequence, sum *Summary) {
 	if v.Step >= len(seq.Ops) {
 		full.Ops = seq.Ops
 	}
-	fullPath := replayPath(seq.Seed, "")
+	fullPath := replayPath(seq.Seed, "-full")
 	writeReplay(t, fullPath, full)
-	v.Replay, v.Ops = fullPath, len(full.Ops)
+	minimal, how := full, "not shrunk"
+	if shrinkBudget > 0 && v.Step >= 0 {
+		var reproduced bool
+		minimal, reproduced = Shrink(t, env, full, v.Oracle, shrinkBudget, sum)
+		how = fmt.Sprintf("shrunk to %d ops that break the same invariant", len(minimal.Ops))
+		if !reproduced {
+			how = fmt.Sprintf("not shrunk: %d runs of it again broke no %q, so it takes a race", reproduceRuns, v.Oracle)
+		}
+	}
+	v.Replay, v.Ops, v.Shrunk = replayPath(seq.Seed, ""), len(full.Ops), len(minimal.Ops)
+	writeReplay(t, v.Replay, minimal)
 	sum.violated(*v)
-	t.Fatalf("seed %d, step %d: invariant %q violated: %v\n%s\nthe sequence up to the violation (%d ops), to replay with EXPLORE_REPLAY=%s:\n%s",
-		seq.Seed, v.Step, v.Oracle, v.Detail, v.report, len(full.Ops), fullPath, full.JSON())
+	t.Fatalf("seed %d, step %d: invariant %q violated: %v\n%s\nthe sequence up to the violation (%d ops), %s, to replay with EXPLORE_REPLAY=%s (all of it: %s):\n%s",
+		seq.Seed, v.Step, v.Oracle, v.Detail, v.report, len(full.Ops), how, v.Replay, fullPath, minimal.JSON())
 }
 
 func replayPath(seed uint64, suffix string) string {
@@ -140,7 +160,7 @@ func writeReplay(t *testing.T, path string, s Sequence) {
 // execute runs seq once in a world tagged tag (the seed's own world when
 // empty) and returns the first violation, or nil. A violated world is
 // abandoned: its managed resources are deleted with their finalizers
-// removed, so that nothing of it acts on while later sequences run.
+// removed, so that nothing of it acts on while later runs go on.
 func execute(t *testing.T, env *testenv.Env, seq Sequence, sum *Summary, tag string) *Violation {
 	t.Helper()
 	w := World{Seed: seq.Seed, Tag: tag, c: env.Client}
