@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -120,20 +119,12 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	if err != nil {
 		return err
 	}
-	// The gauges are the provider's, the rollouts this controller's: a
-	// sharded replica builds its controllers again when its shards change.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		<-ctx.Done()
-		met.forgetAll()
-		return nil
-	})); err != nil {
-		return errors.Wrap(err, "cannot add the ConfigRollout metrics' cleanup")
-	}
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ConfigRollout]{
 		GroupVersionKind: resource.ManagedKind(v1alpha1.ConfigRolloutGroupVersionKind),
 		Object:           &v1alpha1.ConfigRollout{},
 		List:             &v1alpha1.ConfigRolloutList{},
 		OwnNamespace:     true,
+		OnStop:           met.forgetAll,
 		NewClient: func(c *target.Cluster, rec event.Recorder, status client.SubResourceWriter, cr *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
 			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait, rollouts: others, status: status, metrics: met}
 			if c.Local && (o.Watches == nil || o.Watches(cr.GetNamespace())) {

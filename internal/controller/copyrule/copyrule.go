@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
@@ -61,21 +60,13 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		return err
 	}
 	rules := newOutOfSync(oldest, staleAt)
-	// The gauges are the provider's, the rules out of sync this controller's: a
-	// sharded replica builds its controllers again when its shards change.
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		<-ctx.Done()
-		rules.forgetAll()
-		return nil
-	})); err != nil {
-		return errors.Wrap(err, "cannot add the CopyRule metrics' cleanup")
-	}
 	// Half the shortest poll: a rule's first poll after a restart reads.
 	resumeFor := time.Duration(float64(o.PollInterval) * (1 - o.PollJitter) / 2)
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.CopyRule]{
 		GroupVersionKind: resource.ManagedKind(v1alpha1.CopyRuleGroupVersionKind),
 		Object:           &v1alpha1.CopyRule{},
 		List:             &v1alpha1.CopyRuleList{},
+		OnStop:           rules.forgetAll,
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ client.SubResourceWriter, _ *v1alpha1.CopyRule) managed.TypedExternalClient[*v1alpha1.CopyRule] {
 			return &external{cluster: c, resolver: r, record: rec, drift: dr, watches: ws, known: known, grants: access, outOfSync: rules, now: time.Now, resumeFor: resumeFor}
 		},

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -66,6 +67,12 @@ type Kind[T resource.ModernManaged] struct {
 	PollHook managed.PollIntervalHook
 	// Options are added after the shared reconciler options.
 	Options []managed.ReconcilerOption
+	// OnStop, when set, runs once the controller's manager stops. A kind
+	// whose series name managed resources forgets them there: the registry
+	// is the provider's, and a sharded replica builds its controllers again
+	// when its shards change, so a resource now another replica's would
+	// otherwise be reported by both.
+	OnStop func()
 }
 
 // Options are crossplane-runtime's controller options and what this
@@ -128,12 +135,8 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 	}
 	rec := event.NewAPIRecorder(mgr.GetEventRecorderFor(name)) //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
 	own := noOpSkippingManager{Manager: mgr, conflicts: &conflicts{}, written: newWrittenOver(k.Object)}
-	status := own.GetClient().Status()
-	newClient := func(c *target.Cluster, rec event.Recorder, mg T) managed.TypedExternalClient[T] {
-		return k.NewClient(c, rec, status, mg)
-	}
 	opts := []managed.ReconcilerOption{
-		managed.WithTypedExternalConnector[T](&target.Connector[T]{Resolver: r, Recorder: rec, NewClient: newClient, OwnNamespace: k.OwnNamespace}),
+		managed.WithTypedExternalConnector[T](k.connector(r, rec, own.GetClient().Status())),
 		managed.WithLogger(o.Logger.WithValues("controller", name)),
 		managed.WithRecorder(rec),
 		managed.WithPollInterval(o.PollInterval),
@@ -171,6 +174,9 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 				return errors.Wrapf(err, "cannot add state metrics of %s", gk)
 			}
 		}
+	}
+	if err := onStop(mgr, k.OnStop); err != nil {
+		return errors.Wrapf(err, "cannot set up %s controller", gk)
 	}
 	mr := managed.NewReconciler(own, k.GroupVersionKind, append(opts, k.Options...)...)
 	b := ctrl.NewControllerManagedBy(mgr).
@@ -228,6 +234,27 @@ func lightIn[T resource.ModernManaged](c client.Reader, object T) func(context.C
 		mg, ok := object.DeepCopyObject().(T)
 		return ok && c.Get(ctx, req.NamespacedName, mg) == nil && flow.Light(mg)
 	}
+}
+
+// connector is the kind's connector: its clients write early status through
+// status, the managed reconciler's own writer.
+func (k Kind[T]) connector(r *target.Resolver, rec event.Recorder, status client.SubResourceWriter) *target.Connector[T] {
+	newClient := func(c *target.Cluster, rec event.Recorder, mg T) managed.TypedExternalClient[T] {
+		return k.NewClient(c, rec, status, mg)
+	}
+	return &target.Connector[T]{Resolver: r, Recorder: rec, NewClient: newClient, OwnNamespace: k.OwnNamespace}
+}
+
+// onStop has mgr run f once it stops; nothing when f is nil.
+func onStop(mgr ctrl.Manager, f func()) error {
+	if f == nil {
+		return nil
+	}
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		f()
+		return nil
+	}))
 }
 
 // desiredStateChanged is crossplane-runtime's resource.DesiredStateChanged
