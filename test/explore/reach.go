@@ -43,8 +43,8 @@ func (s *State) deleteNamespace(ctx context.Context, ns string) error {
 	if err := s.World.c.Delete(ctx, n); err != nil {
 		return errors.Wrapf(err, "cannot delete namespace %s", ns)
 	}
-	if err := s.World.c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns)); err != nil {
-		return errors.Wrapf(err, "cannot delete the ConfigMaps of namespace %s", ns)
+	if err := s.deleteConfigMaps(ctx, ns); err != nil {
+		return err
 	}
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, goneTimeout, true, func(ctx context.Context) (bool, error) {
 		got, err := s.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
@@ -56,7 +56,7 @@ func (s *State) deleteNamespace(ctx context.Context, ns string) error {
 		}
 		// A copy written between the deletion of the ConfigMaps and the
 		// namespace turning Terminating is deleted again.
-		if err := s.World.c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace(ns)); err != nil {
+		if err := s.deleteConfigMaps(ctx, ns); err != nil {
 			return false, err
 		}
 		got.Spec.Finalizers = nil
@@ -64,6 +64,21 @@ func (s *State) deleteNamespace(ctx context.Context, ns string) error {
 		return false, client.IgnoreNotFound(err)
 	})
 	return errors.Wrapf(err, "namespace %s was not gone within %s", ns, goneTimeout)
+}
+
+// deleteConfigMaps deletes every ConfigMap in ns, each recorded as the
+// explorer's deletion.
+func (s *State) deleteConfigMaps(ctx context.Context, ns string) error {
+	l := &corev1.ConfigMapList{}
+	if err := s.World.c.List(ctx, l, client.InNamespace(ns)); err != nil {
+		return errors.Wrapf(err, "cannot list the ConfigMaps of namespace %s", ns)
+	}
+	for i := range l.Items {
+		if err := s.delete(ctx, &l.Items[i]); err != nil {
+			return errors.Wrapf(err, "cannot delete ConfigMap %s/%s", ns, l.Items[i].Name)
+		}
+	}
+	return nil
 }
 
 // createNamespace creates namespace ns.
