@@ -42,6 +42,25 @@ type State struct {
 	pods     *podLog
 	// logf logs to the sequence's test.
 	logf func(format string, args ...any)
+	// knowns are the known provider gaps the sequence met, each once.
+	knowns map[string]bool
+	sum    *Summary
+}
+
+// known records that the sequence met a known provider gap, what and why,
+// once per gap.
+func (s *State) known(what, gap string) {
+	if s.knowns == nil {
+		s.knowns = map[string]bool{}
+	}
+	if s.knowns[gap] {
+		return
+	}
+	s.knowns[gap] = true
+	s.logf("known provider gap: %s: %s", gap, what)
+	if s.sum != nil {
+		s.sum.knownGap(s.World.Seed, gap, what)
+	}
 }
 
 // Apply runs op against the world and the fleet.

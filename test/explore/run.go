@@ -60,6 +60,22 @@ type Summary struct {
 	WallSeconds float64        `json:"wallSeconds"`
 	// ShrinkRuns counts the runs shrinking took, not in Sequences.
 	ShrinkRuns int `json:"shrinkRuns,omitempty"`
+	// Known are the known provider gaps sequences met, which are no
+	// violations (see knownUncountedStart).
+	Known []KnownGap `json:"known,omitempty"`
+}
+
+// A KnownGap is a known provider gap a sequence met.
+type KnownGap struct {
+	Seed uint64 `json:"seed"`
+	Gap  string `json:"gap"`
+	What string `json:"what"`
+}
+
+func (s *Summary) knownGap(seed uint64, gap, what string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.Known = append(s.Known, KnownGap{Seed: seed, Gap: gap, What: what})
 }
 
 // NewSummary is an empty summary.
@@ -173,7 +189,7 @@ func execute(t *testing.T, env *testenv.Env, seq Sequence, sum *Summary, tag str
 		t.Fatal(err)
 	}
 	r := &run{t: t, env: env, seq: seq}
-	r.st = &State{World: w, Fleet: &Fleet{cfg: env.Config, prefix: prefix}, m: newModel(seq.Seed), cs: cs, logf: t.Logf}
+	r.st = &State{World: w, Fleet: &Fleet{cfg: env.Config, prefix: prefix}, m: newModel(seq.Seed), cs: cs, logf: t.Logf, sum: sum}
 	r.st.pods = watchPods(cs, w.App(), podName())
 	defer r.st.pods.stop()
 	defer func() {
