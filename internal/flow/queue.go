@@ -1,6 +1,7 @@
 package flow
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -27,7 +28,7 @@ const drainWait = time.Second
 // TestQueueShutDownLeavesNoDepth holds this.
 func WithQueue(o controller.Options, log logr.Logger) controller.Options {
 	o.NewQueue = func(name string, rl workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
-		return drainedQueue{priorityqueue.New(name, func(po *priorityqueue.Opts[reconcile.Request]) {
+		return &drainedQueue{PriorityQueue: priorityqueue.New(name, func(po *priorityqueue.Opts[reconcile.Request]) {
 			po.Log = log.WithValues("controller", name)
 			po.RateLimiter = rl
 		})}
@@ -36,12 +37,16 @@ func WithQueue(o controller.Options, log logr.Logger) controller.Options {
 }
 
 // drainedQueue is a priority queue that takes its ready items off before it
-// shuts down.
+// shuts down. From then on it takes no new item: an event handler or a
+// worker that adds one while the drain runs would otherwise put it back in
+// the gauge after the drain saw the queue empty.
 type drainedQueue struct {
 	priorityqueue.PriorityQueue[reconcile.Request]
+	closing atomic.Bool
 }
 
-func (q drainedQueue) ShutDown() {
+func (q *drainedQueue) ShutDown() {
+	q.closing.Store(true)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -60,4 +65,22 @@ func (q drainedQueue) ShutDown() {
 	q.PriorityQueue.ShutDown()
 }
 
-func (q drainedQueue) ShutDownWithDrain() { q.ShutDown() }
+func (q *drainedQueue) ShutDownWithDrain() { q.ShutDown() }
+
+func (q *drainedQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
+	if !q.closing.Load() {
+		q.PriorityQueue.AddWithOpts(o, items...)
+	}
+}
+
+func (q *drainedQueue) Add(item reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{}, item)
+}
+
+func (q *drainedQueue) AddAfter(item reconcile.Request, after time.Duration) {
+	q.AddWithOpts(priorityqueue.AddOpts{After: after}, item)
+}
+
+func (q *drainedQueue) AddRateLimited(item reconcile.Request) {
+	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, item)
+}

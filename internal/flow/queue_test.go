@@ -3,6 +3,7 @@ package flow
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,5 +58,31 @@ func TestQueueShutDownLeavesNoDepth(t *testing.T) {
 		if d := depthOf(t, name); d != 0 {
 			t.Errorf("round %d: depth %v after the shutdown, want 0", round, d)
 		}
+	}
+}
+
+// TestQueueAddedToWhileShuttingDownLeavesNoDepth: an event handler that
+// keeps adding while the queue shuts down leaves nothing in the gauge.
+func TestQueueAddedToWhileShuttingDownLeavesNoDepth(t *testing.T) {
+	const name = "test-queue-shutdown-adding"
+	q := WithQueue(controller.Options{}, logr.Discard()).NewQueue(name, workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: fmt.Sprint(i)}})
+		}
+	}()
+	time.Sleep(10 * time.Millisecond)
+	q.ShutDown()
+	close(stop)
+	<-stopped
+	if d := depthOf(t, name); d != 0 {
+		t.Errorf("depth %v after the shutdown, want 0", d)
 	}
 }

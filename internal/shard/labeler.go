@@ -18,11 +18,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+
+	"github.com/clusterops/provider-clusterops/internal/flow"
 )
 
 // ReasonUnknownShard is the reason of the Warning event on a managed resource
@@ -109,6 +112,7 @@ func SetupLabeler(mgr ctrl.Manager, gvk schema.GroupVersionKind, place Placement
 	}
 	err = ctrl.NewControllerManagedBy(mgr).
 		Named(name).
+		WithOptions(flow.WithQueue(controller.Options{}, mgr.GetLogger())).
 		For(metadataOf(gvk), builder.OnlyMetadata).
 		WatchesRawSource(source.Kind(strays, metadataOf(gvk), &handler.TypedEnqueueRequestForObject[*metav1.PartialObjectMetadata]{})).
 		// A patch made from a cached version that the managed reconcilers'
