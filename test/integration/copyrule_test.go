@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -422,6 +423,78 @@ func TestCopyRuleReach(t *testing.T) {
 		c := r2.GetCondition(xpv2.TypeSynced)
 		return c.Status == corev1.ConditionFalse && strings.Contains(c.Message, "out of reach"), err
 	})
+}
+
+// TestCopyRuleReadsNothingInADeniedNamespace: once its config denies a
+// namespace that holds one of a rule's copies, the rule sends no request
+// there, not even a read of that copy after someone else edits it; the copy
+// stays as it is. Denied no more, the copy is read and repaired.
+func TestCopyRuleReadsNothingInADeniedNamespace(t *testing.T) {
+	ctx := context.Background()
+	src := env.Namespace(t, "copy-deny-src", nil)
+	open, denied := env.Namespace(t, "copy-deny-open", nil), env.Namespace(t, "copy-deny-shut", nil)
+	cpc := &v1alpha1.ClusterProviderConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: src},
+		Spec: v1alpha1.ClusterProviderConfigSpec{
+			Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity},
+			Reach:       &v1alpha1.Reach{Namespaces: []string{"copy-deny-*"}},
+		},
+	}
+	env.Create(t, cpc)
+	env.Create(t, configMap(src, "one", map[string]string{"a": "1"}, nil))
+	r := &copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: src, Name: "deny"}}
+	r.Spec.ProviderConfigReference = &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: cpc.Name}
+	r.Spec.ForProvider = copyv1alpha1.CopyRuleParameters{Kind: copyv1alpha1.KindConfigMap, Names: []string{"one"}, Namespaces: []string{open, denied}, MaxParallelWrites: 8}
+	env.Create(t, r)
+	env.WaitConverged(t, wait, r)
+	copyHolds(t, denied, "one", map[string]string{"a": "1"})
+
+	env.Update(t, cpc, func() { cpc.Spec.Reach.DeniedNamespaces = []string{denied} })
+	// A config's edit reaches its resources at their next reconcile: the
+	// rule is nudged until one has seen it.
+	nudges := 0
+	testenv.Eventually(t, wait, "the denied target to be reported", func(ctx context.Context) (bool, error) {
+		if nudges++; nudges%20 == 1 {
+			env.Update(t, r, func() { r.Annotations = map[string]string{"nudge": fmt.Sprint(nudges)} })
+		}
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(r), r)
+		for _, p := range r.Status.AtProvider.Problems {
+			if p.Namespace == denied && p.Reason == copyv1alpha1.ProblemOutOfReach {
+				return true, err
+			}
+		}
+		return false, cmp.Or(err, fmt.Errorf("problems %v", r.Status.AtProvider.Problems))
+	})
+	testenv.WaitIdle(t, wait)
+	mark := env.Requests.Len()
+	edit := client.RawPatch(types.MergePatchType, []byte(`{"data":{"a":"edited"}}`))
+	if err := env.Client.Patch(ctx, configMap(denied, "one", nil, nil), edit); err != nil {
+		t.Fatal(err)
+	}
+	// The source touched: the rule reconciles after the edit reached it.
+	touch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"touched":"yes"}}}`))
+	if err := env.Client.Patch(ctx, configMap(src, "one", nil, nil), touch); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, wait, "the rule to read its source again", func(context.Context) (bool, error) {
+		for _, q := range env.Requests.Since(mark) {
+			if strings.HasPrefix(q, "GET /api/v1/namespaces/"+src+"/configmaps/one") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	testenv.WaitIdle(t, wait)
+	for _, q := range env.Requests.Since(mark) {
+		if strings.Contains(q, "/namespaces/"+denied+"/") {
+			t.Errorf("a request into the denied namespace %s: %s", denied, q)
+		}
+	}
+	copyHolds(t, denied, "one", map[string]string{"a": "edited"})
+
+	env.Update(t, cpc, func() { cpc.Spec.Reach.DeniedNamespaces = nil })
+	env.Update(t, r, func() { r.Annotations = map[string]string{"nudge": "open"} })
+	copyHolds(t, denied, "one", map[string]string{"a": "1"})
 }
 
 func TestCopyRuleSecrets(t *testing.T) {

@@ -189,7 +189,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	}
 	tr := NewTransform(p)
 	sources, conflicts := SourceConflicts(all, tr.Name)
-	copies, err := e.copies(ctx, cr)
+	copies, err := e.copies(ctx, cr, reachable)
 	if err != nil {
 		return managed.ExternalObservation{}, sideError(err, "target", tgt)
 	}
@@ -260,7 +260,7 @@ func (e *external) observeDeleted(ctx context.Context, cr *v1alpha1.CopyRule, re
 	if err := e.watch(cr, cr.Status.AtProvider.Problems); err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	copies, err := e.copies(ctx, cr)
+	copies, err := e.copies(ctx, cr, reachable)
 	if err != nil {
 		return managed.ExternalObservation{}, sideError(err, "target", targetRef(cr))
 	}
@@ -440,7 +440,7 @@ func (e *external) Delete(ctx context.Context, cr *v1alpha1.CopyRule) (managed.E
 		return managed.ExternalDelete{}, err
 	}
 	reachable := e.reach(cr, nss)
-	copies, err := e.copies(ctx, cr)
+	copies, err := e.copies(ctx, cr, reachable)
 	if err != nil {
 		return managed.ExternalDelete{}, err
 	}

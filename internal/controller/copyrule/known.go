@@ -355,8 +355,11 @@ func copiesWatch(cr *v1alpha1.CopyRule, kind Mapping) watchset.Watch {
 // copies returns the rule's copies, reading only what it must: those the
 // copies watch holds at a version known come from what is known, the others
 // are read, one by one when few, in one list when many. Before the watch
-// has synced they are listed.
-func (e *external) copies(ctx context.Context, cr *v1alpha1.CopyRule) ([]Object, error) {
+// has synced they are listed. A copy in a namespace out of reach is never
+// read: it is left in place whatever it holds, so its name from the watch
+// is all the plan needs, and it is not remembered, so that it is read
+// once the namespace is in reach again.
+func (e *external) copies(ctx context.Context, cr *v1alpha1.CopyRule, reachable func(ns string) error) ([]Object, error) {
 	own := owner(cr)
 	listed, ok := e.watches.List(e.cluster, copiesWatch(cr, e.dst))
 	if !ok {
@@ -365,18 +368,26 @@ func (e *external) copies(ctx context.Context, cr *v1alpha1.CopyRule) ([]Object,
 	known := e.known.of(cr.GetUID())
 	out := make([]Object, 0, len(listed))
 	var unread []Ref
+	var outOfReach []Object
 	for _, m := range listed {
 		ref := Ref{m.Namespace, m.Name}
 		k, ok := known[ref]
 		delete(known, ref)
-		if ok && k.uid == string(m.UID) && k.version == m.ResourceVersion {
+		switch {
+		case ok && k.uid == string(m.UID) && k.version == m.ResourceVersion:
 			out = append(out, k.object(own, ref))
-			continue
+		case reachable(ref.Namespace) != nil:
+			outOfReach = append(outOfReach, knownCopy{uid: string(m.UID), version: m.ResourceVersion}.object(own, ref))
+		default:
+			unread = append(unread, ref)
 		}
-		unread = append(unread, ref)
 	}
 	// Written, and not in the watch yet: read, never taken for gone.
-	unread = append(unread, slices.Collect(maps.Keys(known))...)
+	for ref := range known {
+		if reachable(ref.Namespace) == nil {
+			unread = append(unread, ref)
+		}
+	}
 	if len(unread) > readEachUpTo {
 		return e.listCopies(ctx, cr)
 	}
@@ -389,10 +400,11 @@ func (e *external) copies(ctx context.Context, cr *v1alpha1.CopyRule) ([]Object,
 			out = append(out, *o)
 		}
 	}
+	e.known.set(own, out)
+	out = append(out, outOfReach...)
 	slices.SortFunc(out, func(a, b Object) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
-	e.known.set(owner(cr), out)
 	return out, nil
 }
 
