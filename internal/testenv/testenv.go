@@ -370,11 +370,32 @@ func ForCluster(cfg *rest.Config) (*Env, error) {
 	return &Env{Config: cfg, Client: c, Scheme: s}, nil
 }
 
-// InstallCRDs applies package/crds and waits until every CRD is established.
+// InstallCRDs applies package/crds, once none of them is being deleted, and
+// waits until every CRD is established.
 func (e *Env) InstallCRDs(ctx context.Context) error {
 	files, err := filepath.Glob(filepath.Join(RepoRoot(), "package", "crds", "*.yaml"))
 	if err != nil || len(files) == 0 {
 		return errors.Errorf("no CRDs in package/crds: %v", err)
+	}
+	// A CRD still being deleted (Crossplane removes a provider's CRDs
+	// with its package) would take the apply and then vanish: wait it out.
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, f := range files {
+			objs, err := ReadObjects(f)
+			if err != nil {
+				return false, err
+			}
+			for _, o := range objs {
+				crd := &apiextensionsv1.CustomResourceDefinition{}
+				if err := e.Client.Get(ctx, types.NamespacedName{Name: o.GetName()}, crd); err == nil && crd.DeletionTimestamp != nil {
+					return false, nil
+				}
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return errors.Wrap(err, "the provider's CRDs are still being deleted")
 	}
 	var names []string
 	for _, f := range files {

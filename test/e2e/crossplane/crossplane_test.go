@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -450,17 +452,11 @@ func activeFunctionRevision(t *testing.T) *unstructured.Unstructured {
 }
 
 // uninstall removes what the suite installed, while core and the runtime still run so that
-// finalizers are honoured: managed resources first (the provider removes their finalizers), then
+// finalizers are honoured: every object of the platform's and the provider's kinds first, then
 // the configuration and the packages it brought (core leaves dependencies installed), then the
 // ImageConfigs.
 func uninstall(ctx context.Context) {
-	for _, mr := range []client.Object{
-		&workloadv1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Namespace: "demo", Name: "example-immortalcontainer"}},
-		&copyv1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: "platform", Name: "registry-pull"}},
-	} {
-		_ = s.c.Delete(ctx, mr)
-		_ = waitFor(ctx, time.Minute, mr.GetName()+" deleted", func(ctx context.Context) (bool, error) { return isGone(ctx, mr), nil })
-	}
+	deleteInstances(ctx)
 	for _, p := range []struct {
 		gvk  schema.GroupVersionKind
 		name string
@@ -474,6 +470,57 @@ func uninstall(ctx context.Context) {
 		u.SetName(p.name)
 		_ = s.c.Delete(ctx, u)
 		_ = waitFor(ctx, time.Minute, p.name+" uninstalled", func(ctx context.Context) (bool, error) { return isGone(ctx, u), nil })
+	}
+}
+
+// deleteInstances deletes every object of the platform's and the
+// provider's kinds (claims, composites, managed resources, configs), and
+// waits until they are gone: one left with a finalizer would hold its CRD,
+// which core deletes with its package, terminating for good, and the next
+// tier could not install the provider's CRDs again.
+func deleteInstances(ctx context.Context) {
+	kinds := func() []schema.GroupVersionKind {
+		crds := &apiextensionsv1.CustomResourceDefinitionList{}
+		if err := s.c.List(ctx, crds); err != nil {
+			logf("cannot list CRDs: %v", err)
+			return nil
+		}
+		var out []schema.GroupVersionKind
+		for _, crd := range crds.Items {
+			if g := crd.Spec.Group; g != "clusterops.io" && !strings.HasSuffix(g, ".clusterops.io") {
+				continue
+			}
+			for _, v := range crd.Spec.Versions {
+				if v.Storage {
+					out = append(out, schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind + "List"})
+				}
+			}
+		}
+		return out
+	}()
+	left := func(ctx context.Context, del bool) int {
+		n := 0
+		for _, gvk := range kinds {
+			l := &unstructured.UnstructuredList{}
+			l.SetGroupVersionKind(gvk)
+			if err := s.c.List(ctx, l); err != nil {
+				continue // A kind whose CRD went meanwhile has nothing left.
+			}
+			for i := range l.Items {
+				n++
+				if del {
+					_ = s.c.Delete(ctx, &l.Items[i])
+				}
+			}
+		}
+		return n
+	}
+	left(ctx, true)
+	err := waitFor(ctx, 3*time.Minute, "the platform's and the provider's objects deleted", func(ctx context.Context) (bool, error) {
+		return left(ctx, false) == 0, nil
+	})
+	if err != nil {
+		logf("%v: %d left", err, left(ctx, false))
 	}
 }
 
