@@ -88,7 +88,7 @@ func buildDashboard() (dashboard.Dashboard, error) {
 		WithPanel(series("Rollouts by phase", "Staggered, windowed or limited ConfigRollouts that are not complete, by phase: Rolling, Halted (ClusteropsRolloutHalted), WaitingForWindow, Limited.", "none", 6,
 			query{`count by (phase) (clusterops_configrollout_phase == 1) or vector(0)`, "{{phase}}"})).
 		WithPanel(series("Workloads in flight", "The wave each staggered ConfigRollout has in flight: workloads rolled and not available yet.", "none", 6,
-			query{`sum by (namespace, name) (clusterops_configrollout_in_flight_workloads)`, "{{namespace}}/{{name}}"})).
+			query{`sum by (namespace, name) (clusterops_configrollout_in_flight_workloads) or vector(0)`, "{{namespace}}/{{name}}"})).
 		WithPanel(series("ConfigRollout reconciles", "Reconciles of ConfigRollouts a second, by result: each wave is a reconcile that rolls.", "ops", 6,
 			query{`sum by (result) (rate(controller_runtime_reconcile_total{controller=~".*configrollout.*"}` + rate + `)) or vector(0)`, "{{result}}"})).
 		WithRow(dashboard.NewRowBuilder("Chaos rounds and verdicts")).
