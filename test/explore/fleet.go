@@ -2,6 +2,7 @@ package explore
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"time"
 
@@ -37,13 +38,21 @@ type Fleet struct {
 	// server share no identity, so none takes a Lease an earlier run held.
 	prefix   string
 	replicas []*replica
+	// requests, when set, records what every replica sends into the
+	// world's namespaces.
+	requests *requestLog
 }
 
 // Start starts a replica named id, as a replica of its own would run:
 // sharded over 4 shards on short Leases, with its own metrics registry.
 func (f *Fleet) Start(id string) error {
 	id = f.prefix + id
-	o := testenv.ProviderOptions(f.cfg, time.Hour, 50)
+	cfg := f.cfg
+	if f.requests != nil {
+		cfg = rest.CopyConfig(f.cfg)
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return recording{next: rt, log: f.requests, replica: id} })
+	}
+	o := testenv.ProviderOptions(cfg, time.Hour, 50)
 	o.Shards, o.Identity, o.SkipNameValidation = shards, id, true
 	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
 	o.MetricsRegistry = prometheus.NewRegistry()

@@ -40,7 +40,10 @@ type freeze struct {
 	cause string
 	scope []scan
 	// fence says whether the provider has seen the operation.
-	fence   func(ctx context.Context, s *State) (bool, error)
+	fence func(ctx context.Context, s *State) (bool, error)
+	// sealed, when set, is a namespace no replica sends any request into,
+	// read or write, once the freeze is armed.
+	sealed  string
 	fenced  time.Time
 	armed   bool
 	want    map[string]string
@@ -213,6 +216,11 @@ func (f *freeze) check(ctx context.Context, s *State) error {
 			bad = append(bad, k+" deleted")
 		}
 	}
+	if f.sealed != "" && s.Fleet.requests != nil {
+		for _, r := range s.Fleet.requests.since(f.sealed, f.armedAt) {
+			bad = append(bad, "request "+r.String())
+		}
+	}
 	if len(bad) > 0 {
 		slices.Sort(bad)
 		return errors.Errorf("%s, frozen since %s: %s", f.cause, f.armedAt.Format("15:04:05.000"), strings.Join(bad, "; "))
@@ -271,8 +279,10 @@ func victimScope(namespaces ...string) []scan {
 }
 
 // freezeOn adds a freeze.
-func (s *State) freezeOn(cause string, scope []scan, fence func(ctx context.Context, s *State) (bool, error)) {
-	s.frozen = append(s.frozen, &freeze{cause: cause, scope: scope, fence: fence})
+func (s *State) freezeOn(cause string, scope []scan, fence func(ctx context.Context, s *State) (bool, error)) *freeze {
+	f := &freeze{cause: cause, scope: scope, fence: fence}
+	s.frozen = append(s.frozen, f)
+	return f
 }
 
 // lift removes the freezes of cause.

@@ -112,7 +112,7 @@ func (s *State) deny(ctx context.Context, t int, on bool) error {
 	if !on {
 		return s.nudge(ctx, cpc.ResourceVersion)
 	}
-	s.freezeOn(causeDeny(ns), namespaceScope(ns), configSeen(cpc.ResourceVersion))
+	s.freezeOn(causeDeny(ns), namespaceScope(ns), configSeen(cpc.ResourceVersion)).sealed = ns
 	return nil
 }
 
