@@ -225,14 +225,22 @@ func pending(vs []v1alpha1.WorkloadVerdict) bool {
 }
 
 // probe looks at every workload a recovery is waited for, one read each, and
-// settles its verdict. A workload that is gone is no longer waited for.
+// settles its verdict. A workload that is gone, or in a namespace the agent
+// may no longer act in (denied since it acted there), is no longer waited
+// for: deny covers reads too.
 func (e *external) probe(ctx context.Context, ca *v1alpha1.ChaosAgent, s Spec) error {
 	o := &ca.Status.AtProvider
 	now := e.now()
 	agent := ca.GetNamespace() + "/" + ca.GetName()
+	check := e.check(ctx)
 	for i := range o.Verdicts {
 		v := &o.Verdicts[i]
 		if len(v.Pending) == 0 {
+			continue
+		}
+		if mayActIn(check, e.cluster.Reach.ProviderNamespace, ca.GetNamespace(), v.Namespace) != nil {
+			v.Pending = nil
+			v.Verdict = verdictOf(*v)
 			continue
 		}
 		st, err := e.workloadStatus(ctx, WorkloadRef{Kind: v.Kind, Namespace: v.Namespace, Name: v.Name})

@@ -11,8 +11,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/clusterops/provider-clusterops/apis/chaos/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/reach"
+	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
 func TestWholeNeedsEveryReplicaUpdatedAndAvailable(t *testing.T) {
@@ -213,6 +217,30 @@ func TestRecoveryMeasured(t *testing.T) {
 	v := ca.Status.AtProvider.Verdicts[0]
 	if v.Verdict != v1alpha1.VerdictResilient || v.P50 == nil || v.P50.Duration != 7*time.Second || v.Recovered != 1 {
 		t.Errorf("verdict = %+v, want resilient after 7s", v)
+	}
+}
+
+// TestProbeReadsNothingInADeniedNamespace: a recovery waited for in a
+// namespace denied since the round is no longer waited for, and the
+// workload there is not read.
+func TestProbeReadsNothingInADeniedNamespace(t *testing.T) {
+	ctx := context.Background()
+	ca := agent(func(ca *v1alpha1.ChaosAgent) { ca.Spec.ForProvider.TantrumMode = true })
+	ca.Status.AtProvider.Verdicts = Disturbed(nil, WorkloadRef{Kind: kindDeploymentName, Namespace: "apps", Name: "web"}, now)
+	d := deployment("apps", "web", 2)
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(d).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			t.Errorf("read %T %s in a denied namespace", obj, key)
+			return c.Get(ctx, key, obj, opts...)
+		},
+	}).Build()
+	e, _ := newExternal(t)
+	e.cluster = &target.Cluster{Client: c, Local: true, Reach: reach.Policy{Config: "test", OwnNamespace: true, ProviderNamespace: "crossplane-system", Denied: []string{"apps"}}}
+	if err := e.probe(ctx, ca, mustCompile(t, ca)); err != nil {
+		t.Fatal(err)
+	}
+	if v := ca.Status.AtProvider.Verdicts[0]; len(v.Pending) > 0 {
+		t.Errorf("verdict = %+v, want no longer waited for", v)
 	}
 }
 
