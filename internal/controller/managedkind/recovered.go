@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
@@ -18,6 +20,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 
+	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/target"
 )
 
@@ -75,3 +78,46 @@ func configKeys(o client.Object) []string {
 	}
 	return nil
 }
+
+// configEdited maps an edit of a ClusterProviderConfig or ProviderConfig to
+// the managed resources of list's kind whose config it is, as c's index
+// holds them: a reach granted or denied, or credentials pointed elsewhere,
+// holds from their next reconcile, not from their next poll.
+func configEdited(c client.Reader, list client.ObjectList) handler.EventHandler {
+	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, obj client.Object) []reconcile.Request {
+		key := v1alpha1.ClusterProviderConfigKind + "//" + obj.GetName()
+		if _, ok := obj.(*v1alpha1.ProviderConfig); ok {
+			key = v1alpha1.ProviderConfigKind + "/" + obj.GetNamespace() + "/" + obj.GetName()
+		}
+		l, ok := list.DeepCopyObject().(client.ObjectList)
+		if !ok || c.List(ctx, l, client.MatchingFields{indexConfig: key}) != nil {
+			return nil
+		}
+		var out []reconcile.Request
+		_ = meta.EachListItem(l, func(o runtime.Object) error {
+			if mg, ok := o.(client.Object); ok {
+				out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}})
+			}
+			return nil
+		})
+		return out
+	})
+}
+
+// configEdit passes a config's spec edits and a config made while the
+// provider runs (one its resources waited for), not its status (the count
+// of its users changes with every resource made or deleted) nor the
+// configs the provider lists as it starts, when every resource is
+// reconciled anyway. It is a type rather than predicate.Funcs: those
+// closures, inlined into the generic Setup, crashed at run time (go1.26.8).
+type configEdit struct{}
+
+func (configEdit) Create(e ctrlevent.CreateEvent) bool { return !e.IsInInitialList }
+
+func (configEdit) Update(e ctrlevent.UpdateEvent) bool {
+	return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
+}
+
+func (configEdit) Delete(ctrlevent.DeleteEvent) bool { return false }
+
+func (configEdit) Generic(ctrlevent.GenericEvent) bool { return false }
