@@ -15,7 +15,6 @@ import (
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
-	"github.com/crossplane/crossplane-runtime/v2/pkg/meta"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 )
 
@@ -106,44 +105,10 @@ func (s *State) deny(ctx context.Context, t int, on bool) error {
 	err := s.update(ctx, cpc, func() {
 		cpc.Spec.Reach.DeniedNamespaces = append(append([]string{}, baseDenied...), denied...)
 	})
-	if err != nil {
-		return err
-	}
-	if !on {
-		return s.nudge(ctx, cpc.ResourceVersion)
+	if err != nil || !on {
+		return err // An allow needs no more: the edit reconciles the config's resources.
 	}
 	s.freezeOn(causeDeny(ns), namespaceScope(ns), configSeen(cpc.ResourceVersion)).sealed = ns
-	return nil
-}
-
-// annotationNudge is the annotation a nudge writes.
-const annotationNudge = "explore.clusterops.io/nudge"
-
-// nudge annotates every live managed resource of the world, once every
-// replica has seen the config at resourceVersion rv, so that each is
-// reconciled with it. The provider does not watch its configs: a reach
-// edit takes effect at a managed resource's next reconcile, which without
-// an event of what it watches is its poll (10 minutes by default, an hour
-// in the explorer). The nudge stands in for that poll.
-func (s *State) nudge(ctx context.Context, rv string) error {
-	seen := configSeen(rv)
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, goneTimeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := seen(ctx, s)
-		return ok && err == nil, nil
-	})
-	if err != nil {
-		return errors.Wrap(err, "the replicas did not see the config's edit")
-	}
-	mgs, err := s.World.managed(ctx)
-	if err != nil {
-		return err
-	}
-	for _, mg := range mgs {
-		err := s.update(ctx, mg, func() { meta.AddAnnotations(mg, map[string]string{annotationNudge: rv}) })
-		if client.IgnoreNotFound(err) != nil {
-			return errors.Wrapf(err, "cannot nudge %s/%s", mg.GetNamespace(), mg.GetName())
-		}
-	}
 	return nil
 }
 
