@@ -30,7 +30,6 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/resource"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/statemetrics"
 
-	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/flow"
 	"github.com/clusterops/provider-clusterops/internal/shard"
 	"github.com/clusterops/provider-clusterops/internal/target"
@@ -201,10 +200,7 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		b = k.Watch(b)
 	}
 	if back != nil {
-		b = b.WatchesRawSource(back)
-		edits := configEdited(mgr.GetCache(), k.List)
-		b = b.Watches(&v1alpha1.ClusterProviderConfig{}, edits, builder.WithPredicates(configEdit{})).
-			Watches(&v1alpha1.ProviderConfig{}, edits, builder.WithPredicates(configEdit{}))
+		b = watchConfigs(b.WatchesRawSource(back), mgr.GetCache(), k.List)
 	}
 	var rr reconcile.Reconciler = retryConflicts{Reconciler: errors.WithSilentRequeueOnConflict(mr), conflicts: own.conflicts}
 	rr = pollAfterCreate{Reconciler: rr, poll: jittered(k.PollHook, o.PollJitter, rand.Float64), interval: o.PollInterval}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -77,6 +78,14 @@ func configKeys(o client.Object) []string {
 		return []string{k}
 	}
 	return nil
+}
+
+// watchConfigs adds to b the watches of both config kinds, whose edits
+// reconcile the managed resources that name them (configEdited).
+func watchConfigs(b *builder.Builder, c client.Reader, list client.ObjectList) *builder.Builder {
+	edits := configEdited(c, list)
+	return b.Watches(&v1alpha1.ClusterProviderConfig{}, edits, builder.WithPredicates(configEdit{})).
+		Watches(&v1alpha1.ProviderConfig{}, edits, builder.WithPredicates(configEdit{}))
 }
 
 // configEdited maps an edit of a ClusterProviderConfig or ProviderConfig to
