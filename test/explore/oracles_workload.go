@@ -111,12 +111,11 @@ func immortalOne(ctx context.Context, s *State) error {
 }
 
 // knownUncountedStart is why an ImmortalContainer's startTimes can fall
-// short of its pods: starts are counted when an Observe sees a pod, and the
-// count Create records does not survive a conflict on crossplane-runtime's
-// create-succeeded annotation update (it reads the resource again, and
-// managedkind's keepStatus then keeps the status it read) nor a replica
-// stopped before its status write; a pod that ends and is deleted, or is
-// deleted, before the next Observe is then never counted. immortalOne
+// short of its pods: a replica stopped between a pod's create and the
+// status write that counts it (a restart or leave mid-reconcile) loses the
+// count, and a pod that ends and is deleted, or is deleted, before the next
+// holder observes it is never counted. (A status write lost to a conflict
+// no longer loses it: the replica remembers the pods it made.) immortalOne
 // reports it as a known provider gap, not a violation, so that make test
 // does not fail on a race it cannot control; an overcount fails.
 const knownUncountedStart = "a pod created and gone before an Observe recorded it is not counted"

@@ -349,3 +349,59 @@ func TestCreateUsesObservesRead(t *testing.T) {
 		t.Errorf("status after Create: %+v; want the pod, started once", ic.Status.AtProvider)
 	}
 }
+
+// TestStartCountedWhenItsStatusWasLost: Create makes a pod and counts it,
+// the status write of that reconcile is lost, and the pod is deleted before
+// an Observe sees it: the next Observe still counts it, once, and reports no
+// drift; once a status read back counts it, it is counted from there.
+func TestStartCountedWhenItsStatusWasLost(t *testing.T) {
+	ctx := context.Background()
+	made := newCreatedPods()
+	e := newExternal(t)
+	e.created = made
+	ic := immortal(false)
+	ic.Status.AtProvider.StartTimes, ic.Status.AtProvider.PodUID = 1, "first"
+	read := ic.Status.AtProvider.DeepCopy() // The status as the API server keeps it.
+	if _, err := e.Observe(ctx, ic); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Create(ctx, ic); err != nil {
+		t.Fatal(err)
+	}
+	if got := ic.Status.AtProvider.StartTimes; got != 2 {
+		t.Fatalf("startTimes after Create = %d, want 2", got)
+	}
+	// The status write is lost; the pod is deleted before an Observe.
+	pod := &corev1.Pod{}
+	if err := e.cluster.Client.Get(ctx, types.NamespacedName{Namespace: "apps", Name: PodName(ic)}, pod); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cluster.Client.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	for round := range 2 {
+		ic.Status.AtProvider = *read.DeepCopy()
+		next := &external{cluster: e.cluster, record: e.record, now: e.now, created: made}
+		if _, err := next.Observe(ctx, ic); err != nil {
+			t.Fatal(err)
+		}
+		if got := ic.Status.AtProvider.StartTimes; got != 2 {
+			t.Errorf("round %d: startTimes = %d, want 2: the pod made and gone unseen counts once", round, got)
+		}
+		if next.deleted != nil {
+			t.Errorf("round %d: reported drift %+v for a pod gone unseen", round, *next.deleted)
+		}
+	}
+	// This time the status write lands: it is counted from status alone.
+	read = ic.Status.AtProvider.DeepCopy()
+	ic.Status.AtProvider = *read.DeepCopy()
+	if _, err := (&external{cluster: e.cluster, record: e.record, now: e.now, created: made}).Observe(ctx, ic); err != nil {
+		t.Fatal(err)
+	}
+	if got := ic.Status.AtProvider.StartTimes; got != 2 {
+		t.Errorf("startTimes = %d once status counts the pod, want 2", got)
+	}
+	if len(made.byIC) != 0 {
+		t.Errorf("still remembered once status counts it: %+v", made.byIC)
+	}
+}

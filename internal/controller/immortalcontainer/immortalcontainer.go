@@ -41,13 +41,14 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 	if err != nil {
 		return err
 	}
+	made := newCreatedPods()
 	return managedkind.Setup(mgr, o, r, managedkind.Kind[*v1alpha1.ImmortalContainer]{
 		GroupVersionKind: resource.ManagedKind(v1alpha1.ImmortalContainerGroupVersionKind),
 		Object:           &v1alpha1.ImmortalContainer{},
 		List:             &v1alpha1.ImmortalContainerList{},
 		OwnNamespace:     true,
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ client.SubResourceWriter, _ *v1alpha1.ImmortalContainer) managed.TypedExternalClient[*v1alpha1.ImmortalContainer] {
-			return &external{cluster: c, record: rec, drift: dr, now: time.Now}
+			return &external{cluster: c, record: rec, drift: dr, created: made, now: time.Now}
 		},
 		// A pod that ends or goes away is replaced on the event, not at the
 		// next poll; events that change nothing it acts on or reports are
@@ -74,6 +75,8 @@ type external struct {
 	cluster *target.Cluster
 	record  event.Recorder
 	drift   *drift.Reporter
+	// created are the pods made whose start status may not show yet.
+	created *createdPods
 	now     func() time.Time
 	// observed is the pod as Observe read it, nil for none, until Create,
 	// Update or Delete uses it (observedSet): the client lives for one reconcile, and
@@ -131,6 +134,14 @@ func (e *external) Observe(ctx context.Context, ic *v1alpha1.ImmortalContainer) 
 		return managed.ExternalObservation{}, err
 	}
 	e.observed, e.observedSet = pod, true
+	var current types.UID
+	if pod != nil {
+		current = pod.GetUID()
+	}
+	if meta.WasDeleted(ic) {
+		e.created.forget(ic.GetUID())
+	}
+	e.created.count(ic.GetUID(), &ic.Status.AtProvider, current)
 	details := connectionDetails(ic, pod)
 	ic.Status.AtProvider.Plan = nil
 	if !meta.WasDeleted(ic) && plan.Only(ic) {
@@ -280,6 +291,7 @@ func (e *external) Create(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 	// Its running, or its end, reconciles the ImmortalContainer; until then
 	// status shows the pod as created.
 	seen(&ic.Status.AtProvider, pod)
+	e.created.made(ic.GetUID(), pod.GetUID(), pod.GetCreationTimestamp(), &ic.Status.AtProvider)
 	managedkind.ReadinessFollows(ctx, ic)
 	// A new pod has no IP yet.
 	return managed.ExternalCreation{ConnectionDetails: connectionDetails(ic, nil)}, nil
@@ -326,6 +338,9 @@ func (e *external) Delete(ctx context.Context, ic *v1alpha1.ImmortalContainer) (
 	ic.SetConditions(xpv2.Deleting())
 	pod, err := e.current(ctx, ic)
 	if err != nil || pod == nil {
+		if pod == nil && err == nil {
+			e.created.forget(ic.GetUID())
+		}
 		return managed.ExternalDelete{}, err
 	}
 	return managed.ExternalDelete{}, e.deletePod(ctx, pod)
