@@ -128,6 +128,7 @@ explore: ## Run the explorer (test/explore): random operation sequences with fau
 	KUBEBUILDER_ASSETS=$(ENVTEST_DIR) \
 	  $(if $(SEED),EXPLORE_SEED=$(SEED)) $(if $(SEQUENCES),EXPLORE_SEQUENCES=$(SEQUENCES)) $(if $(STEPS),EXPLORE_STEPS=$(STEPS)) \
 	  $(if $(REPLAY),EXPLORE_REPLAY=$(abspath $(REPLAY))) $(if $(RESULTS),EXPLORE_RESULTS=$(abspath $(RESULTS))) \
+	  EXPLORE_COMMIT=$$(git describe --always --dirty --abbrev=7) \
 	  go test -count=1 -timeout $(EXPLORE_TIMEOUT) -v -run '^TestExplore$$' ./test/explore
 
 .PHONY: cluster-up

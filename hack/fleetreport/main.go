@@ -95,13 +95,17 @@ func main() {
 	findings := flag.String("findings", "", "hand-written notes appended to the report, when set and the file exists")
 	ab := flag.String("ab", "", "directory of make bench-ab's settings: write their table to -md instead")
 	cost := flag.String("cost", "", "directory of make bench-cost's runs: write their table to -md instead")
+	explore := flag.String("explore", "", "directory of the explorer's run summaries: write their page to -md instead")
 	flag.Parse()
-	if *ab != "" || *cost != "" {
+	if *ab != "" || *cost != "" || *explore != "" {
 		text, err := "", error(nil)
-		if *ab != "" {
+		switch {
+		case *ab != "":
 			text, err = abReport(*ab)
-		} else {
+		case *cost != "":
 			text, err = costReport(*cost)
+		default:
+			text, err = exploreReport(*explore)
 		}
 		if err == nil {
 			err = os.WriteFile(*md, []byte(text), 0o644)

@@ -58,6 +58,9 @@ type Summary struct {
 	Violations  []Violation    `json:"violations"`
 	Seeds       []uint64       `json:"seeds"`
 	WallSeconds float64        `json:"wallSeconds"`
+	// Commit is the tree the run measured (EXPLORE_COMMIT, which make
+	// explore sets; "-dirty" when it had changes).
+	Commit string `json:"commit,omitempty"`
 	// ShrinkRuns counts the runs shrinking took, not in Sequences.
 	ShrinkRuns int `json:"shrinkRuns,omitempty"`
 	// Known are the known provider gaps sequences met, which are no
@@ -112,6 +115,7 @@ func (s *Summary) Write(path string, start time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.WallSeconds = time.Since(start).Seconds()
+	s.Commit = os.Getenv("EXPLORE_COMMIT")
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return errors.Wrap(err, "cannot encode the summary")
