@@ -132,7 +132,7 @@ fi
 
 # Results written elsewhere (FLEET_RESULTS) are not the report's.
 [[ "$results" == "$root/bench/results/fleet" ]] || exit "$((${#failed[@]} > 0))"
-go run ./hack/fleetreport -in "$results" -md docs/fleet/report.md -svg docs/fleet.svg
+go run ./hack/fleetreport -in "$results" -md docs/fleet/report.md -svg docs/fleet.svg -sizing docs/operations.md
 # docs/performance.md ends with the fleet report; make bench keeps it there.
 sed -i '/^<!-- fleet -->$/,$d' docs/performance.md
 { echo "<!-- fleet -->"; cat docs/fleet/report.md; } >>docs/performance.md

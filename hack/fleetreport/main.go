@@ -96,6 +96,7 @@ func main() {
 	ab := flag.String("ab", "", "directory of make bench-ab's settings: write their table to -md instead")
 	cost := flag.String("cost", "", "directory of make bench-cost's runs: write their table to -md instead")
 	explore := flag.String("explore", "", "directory of the explorer's run summaries: write their page to -md instead")
+	sizing := flag.String("sizing", "", "page whose sizing table to write from the sharded results, when set")
 	flag.Parse()
 	if *ab != "" || *cost != "" || *explore != "" {
 		text, err := "", error(nil)
@@ -132,6 +133,12 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "fleetreport:", err)
 		os.Exit(1)
+	}
+	if *sizing != "" {
+		if err := writeSizing(*sizing, sharded); err != nil {
+			fmt.Fprintln(os.Stderr, "fleetreport:", err)
+			os.Exit(1)
+		}
 	}
 	text := report(rs, strings.TrimSpace(string(took)), fanout, filepath.Base(*svg), why) + shardedReport(sharded, why)
 	if f, err := os.ReadFile(*findings); err == nil {
