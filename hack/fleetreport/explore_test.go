@@ -26,6 +26,10 @@ func TestExploreReportTotalsRunsAndRefusesDirtyTrees(t *testing.T) {
 			t.Errorf("report lacks %q:\n%s", want, got)
 		}
 	}
+	write("v.json", `{"sequences": 1, "steps": 30, "commit": "abc1234", "violations": [{"seed": 7, "step": 29, "oracle": "o", "detail": "d"}]}`)
+	if got, err = exploreReport(dir); err != nil || !strings.Contains(got, "not met: 1 violations") {
+		t.Errorf("a violation left the target met (%v):\n%s", err, got)
+	}
 	write("c.json", `{"sequences": 1, "steps": 1, "commit": "abc1234-dirty"}`)
 	if _, err := exploreReport(dir); err == nil {
 		t.Error("a run of a dirty tree was reported")
