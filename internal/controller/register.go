@@ -126,7 +126,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, parts Pa
 // kind whose CRD comes later is not set up; the gate, which has no
 // unregister, then holds of its callbacks neither mgr nor o, r and done, so
 // that a stopped manager is collected with its caches even while a kind's
-// CRD is never installed (TestShareRebuildsLeaveNothingBehind).
+// CRD is never installed (TestShareChangesLeaveNothingBehind).
 func SetupGated(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver, parts Parts, place shard.Placement, done func()) error {
 	if o.Gate == nil {
 		return errors.New("safe-start needs a gate")

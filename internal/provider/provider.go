@@ -136,9 +136,10 @@ type Options struct {
 	// unique to the process, such as its pod's name and a random suffix.
 	Identity string
 
-	// owned are the shards a sharded replica's share acts on; nil in the
-	// replica's leading part and in a provider that is not sharded.
-	owned []int
+	// shares are the caches of a sharded replica's share, which follow the
+	// shards it holds; nil in the replica's leading part and in a provider
+	// that is not sharded.
+	shares *shard.Shares
 }
 
 // registry is where the provider's metrics are registered: every package
@@ -154,12 +155,13 @@ func (o Options) registry() prometheus.Registerer {
 // parts are the controllers o's provider runs, with the options that go
 // with them: a sharded replica's leading part always elects a leader, and
 // its share's manager serves no endpoints (the leading part's serve the
-// process's metrics) and builds the same controllers again on every change.
+// process's metrics) and is built again, with the same controllers, if it
+// fails.
 func parts(o Options) (clusterops.Parts, Options) {
 	switch {
 	case o.Shards <= 0:
 		return clusterops.Configs | clusterops.Managed, o
-	case o.owned == nil:
+	case o.shares == nil:
 		o.LeaderElection = true
 		return clusterops.Configs | clusterops.ShardLabels, o
 	default:
@@ -177,19 +179,13 @@ type Provider struct {
 
 	setUp     chan struct{}
 	closeConn func() error
-	// rebuild, on a replica's share, takes a namespace its workload
-	// watches lack (sharding.watches).
-	rebuild chan string
+	// sharding, on a replica's share, holds its shards (shareWork).
+	sharding *sharding
 	// share, on a sharded replica's leading part, runs the replica's share
 	// of the fleet; o builds the leading part again (lead).
 	share *shareRunner
 	o     Options
 }
-
-// rebuildAfter is how long a share runs, reading from the API server what
-// its watches lack, before it is built again: a burst of resources pinned by
-// hand costs one rebuild, not one each.
-const rebuildAfter = 30 * time.Second
 
 // Scheme returns a scheme with the Kubernetes types, CustomResourceDefinitions
 // (which safe-start watches) and the provider's types.
@@ -233,11 +229,11 @@ func New(o Options) (*Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	sh, err := readSharding(o, s, managerCfg)
+	sh, err := readSharding(o, managerCfg)
 	if err != nil {
 		return nil, err
 	}
-	mgr, err := newManager(o, s, managerCfg, sh.filter())
+	mgr, err := newManager(o, s, managerCfg, sh)
 	if err != nil {
 		return nil, err
 	}
@@ -246,8 +242,11 @@ func New(o Options) (*Provider, error) {
 		return nil, err
 	}
 	p := &Provider{setUp: make(chan struct{}), closeConn: func() error { return nil }}
-	if sh.filter() != "" {
-		ko.Watches, p.rebuild = sh.watches, sh.rebuild
+	if sh.share() {
+		p.sharding, ko.Shares = sh, o.shares
+		if sh.place.Filters() {
+			ko.Watches = sh.watches
+		}
 	}
 	if o.ChangeLogSocket != "" {
 		clo, closeConn, err := managedkind.ChangeLogs(o.ChangeLogSocket, o.ChangeLogProvider)
@@ -293,31 +292,22 @@ func clientConfigs(o Options, fc *flow.Control, reg prometheus.Registerer) (loca
 }
 
 // newManager makes the controller manager, with its cache, endpoints and
-// leader election.
-//
-// filter, when set, is the shardSelector of a replica's share's watches of
-// workloads (sharding.filter).
-func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config, filter string) (ctrl.Manager, error) {
-	share, err := o.share()
+// leader election. A replica's share caches its shards' objects in a cache
+// per shard (sharding.newCache); its leading part caches only the managed
+// resources the labeler has yet to place.
+func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config, sh *sharding) (ctrl.Manager, error) {
+	co, err := cacheOptions(o.Sync, nil)
 	if err != nil {
 		return nil, err
 	}
-	co, err := cacheOptions(o.Sync, share)
-	if err != nil {
-		return nil, err
-	}
-	served := func(schema.GroupVersionKind) bool { return true }
-	if o.Shards > 0 {
-		if served, err = servedBy(cfg); err != nil {
+	if o.Shards > 0 && !sh.share() {
+		lo, err := labelerCacheOptions(o.Shards, cfg)
+		if err != nil {
 			return nil, err
 		}
+		maps.Copy(co.ByObject, lo)
 	}
-	sharded, err := shardCacheOptions(o, s, share, served)
-	if err != nil {
-		return nil, err
-	}
-	maps.Copy(co.ByObject, sharded)
-	co.NewInformer = newInformer(filter)
+	co.NewInformer = newInformer("")
 	mo := ctrl.Options{
 		Scheme:                     s,
 		Cache:                      co,
@@ -331,6 +321,9 @@ func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config, filter string) 
 		LeaseDuration:              positive(o.LeaseDuration),
 		RenewDeadline:              positive(o.RenewDeadline),
 		RetryPeriod:                positive(o.RetryPeriod),
+	}
+	if sh.share() {
+		mo.NewCache = sh.newCache(s, o.Sync)
 	}
 	if o.SkipNameValidation {
 		mo.Controller.SkipNameValidation = &o.SkipNameValidation
@@ -366,7 +359,7 @@ func newInformer(filter string) func(toolscache.ListerWatcher, kruntime.Object, 
 // reads: the error that a watch whose request was cancelled sends as its
 // cache stops, unread by the reflector that stopped it
 // (kubernetes/kubernetes#113254). Drained, it ends, with what it held.
-// TestShareRebuildsLeaveNothingBehind holds it.
+// TestShareChangesLeaveNothingBehind holds it.
 func drainOnStop(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
 	lwc := toolscache.ToListerWatcherWithContext(lw)
 	return toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
@@ -429,9 +422,6 @@ func kindOptions(o Options, fc *flow.Control, reg prometheus.Registerer) (manage
 		Flow:       fc,
 		Metrics:    reg,
 	}
-	if ko.Share, err = o.share(); err != nil {
-		return managedkind.Options{}, err
-	}
 	if o.ManagementPolicies {
 		ko.Features.Enable(feature.EnableBetaManagementPolicies)
 	}
@@ -464,35 +454,10 @@ func (p *Provider) Start(ctx context.Context) error {
 	return p.run(ctx)
 }
 
-// run runs the provider's manager until ctx ends; a replica's share also
-// ends when one of its ConfigRollouts lies in a namespace its workload
-// watches lack, so that it is built again with it (at most once per
-// rebuildAfter).
+// run runs the provider's manager until ctx ends.
 func (p *Provider) run(ctx context.Context) error {
 	defer p.closeConn() //nolint:errcheck // Nothing to do about it on the way out.
-	parent := ctx
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	if p.rebuild != nil {
-		go func() {
-			select {
-			case ns := <-p.rebuild:
-				select {
-				case <-time.After(rebuildAfter):
-				case <-ctx.Done():
-				}
-				cancel(errors.Errorf("a ConfigRollout in namespace %s is outside the workloads the share watches", ns))
-			case <-ctx.Done():
-			}
-		}()
-	}
-	if err := p.Manager.Start(ctx); err != nil {
-		return errors.Wrap(err, "cannot run controller manager")
-	}
-	if parent.Err() != nil {
-		return nil
-	}
-	return context.Cause(ctx)
+	return errors.Wrap(p.Manager.Start(ctx), "cannot run controller manager")
 }
 
 // SetUp is closed once every kind's controller has been added to the

@@ -4,9 +4,10 @@ import (
 	"context"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/api/meta"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
@@ -23,30 +24,32 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
 
-	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	clusterops "github.com/clusterops/provider-clusterops/internal/controller"
 	"github.com/clusterops/provider-clusterops/internal/shard"
 )
 
 // sharding is what a sharded provider knows of where the fleet's managed
-// resources go, read when it is built.
+// resources go, and, on a replica's share, which shards it holds now.
 type sharding struct {
 	place shard.Placement
-	// owned are the shards of a replica's share; nil in its leading part.
+	// shares are the caches of a replica's share; nil in its leading part.
+	shares *shard.Shares
+
+	mu    sync.Mutex
 	owned []int
 	// outside are the namespaces of the share's ConfigRollouts that its
 	// shards' ranges do not hold: pinned to a shard by hand, or labelled
-	// before the fleet had ranges. Their workloads are watched too.
-	outside []string
-	// rebuild takes a namespace the share's watches lack; Provider.Start
-	// then stops, to be built again with it (watches).
-	rebuild chan string
+	// before the fleet had ranges. Their workloads are watched too, in a
+	// part of their own (shard.Placement.Outside).
+	outside    []string
+	generation int
+	pending    bool
 }
 
-// readSharding reads the fleet's placement (shard.Place) and, for a
-// replica's share, the namespaces of its ConfigRollouts outside its shards'
-// ranges; nil without sharding.
-func readSharding(o Options, s *kruntime.Scheme, cfg *rest.Config) (*sharding, error) {
+// readSharding reads the fleet's placement (shard.Place); nil without
+// sharding.
+func readSharding(o Options, cfg *rest.Config) (*sharding, error) {
 	if o.Shards <= 0 {
 		return nil, nil
 	}
@@ -60,33 +63,7 @@ func readSharding(o Options, s *kruntime.Scheme, cfg *rest.Config) (*sharding, e
 	if err != nil {
 		return nil, err
 	}
-	sh := &sharding{place: place, owned: o.owned, rebuild: make(chan string, 1)}
-	if o.owned == nil || place.Filter(o.owned, nil) == "" {
-		return sh, nil
-	}
-	share, err := o.share()
-	if err != nil {
-		return nil, err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: s})
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot make the client that lists the share's ConfigRollouts")
-	}
-	l := &metav1.PartialObjectMetadataList{}
-	l.SetGroupVersionKind(workloadv1alpha1.ConfigRolloutGroupVersionKind.GroupVersion().WithKind(workloadv1alpha1.ConfigRolloutKind + "List"))
-	err = c.List(ctx, l, client.MatchingLabelsSelector{Selector: share})
-	if meta.IsNoMatchError(err) {
-		return sh, nil // Not served yet (safe-start): none to place.
-	}
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot list the share's ConfigRollouts")
-	}
-	for _, cr := range l.Items {
-		if !place.Covers(o.owned, sh.outside, cr.Namespace) {
-			sh.outside = append(sh.outside, cr.Namespace)
-		}
-	}
-	return sh, nil
+	return &sharding{place: place, shares: o.shares}, nil
 }
 
 // placement is where the labeler puts managed resources; with no sharding
@@ -98,34 +75,136 @@ func (sh *sharding) placement() shard.Placement {
 	return sh.place
 }
 
-// filter is the shardSelector of a share's namespace-wide watches of
-// objects without a shard label; empty for none (a leading part, or an API
-// server without the feature gate).
-func (sh *sharding) filter() string {
-	if sh == nil || sh.owned == nil {
-		return ""
-	}
-	return sh.place.Filter(sh.owned, sh.outside)
+// share is whether sh is of a replica's share.
+func (sh *sharding) share() bool { return sh != nil && sh.shares != nil }
+
+// hold has the share's caches hold the shards owned, and the namespaces
+// outside them that its ConfigRollouts asked for.
+func (sh *sharding) hold(owned []int) error {
+	sh.mu.Lock()
+	sh.owned = slices.Clone(owned)
+	sh.mu.Unlock()
+	return sh.apply()
 }
 
+func (sh *sharding) apply() error {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.pending = false
+	parts := make([]shard.Part, 0, len(sh.owned)+1)
+	for _, i := range sh.owned {
+		p, err := shard.PartOf(sh.place, i)
+		if err != nil {
+			return err
+		}
+		parts = append(parts, p)
+	}
+	if p, ok := sh.place.Outside(sh.outside, sh.generation); ok {
+		parts = append(parts, p)
+	}
+	sh.shares.Hold(parts)
+	return nil
+}
+
+// outsideAfter is how long the share waits for more namespaces outside its
+// shards before it watches them: a burst of resources pinned by hand costs
+// one new part, not one each.
+const outsideAfter = 5 * time.Second
+
 // watches is managedkind.Options.Watches of a share: whether its filtered
-// watches hold a namespace; when not, it asks for the share to be built
-// again with it.
+// watches hold a namespace; when not, the namespace is added to the part
+// outside its shards, and read from the API server meanwhile.
 func (sh *sharding) watches(namespace string) bool {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
 	if sh.place.Covers(sh.owned, sh.outside, namespace) {
 		return true
 	}
-	select {
-	case sh.rebuild <- namespace:
-	default:
+	if _, ok := sh.place.Outside(append(slices.Clone(sh.outside), namespace), 0); !ok {
+		return false // More than a selector holds: read from the API server.
+	}
+	sh.outside = append(sh.outside, namespace)
+	sh.generation++
+	if !sh.pending {
+		sh.pending = true
+		time.AfterFunc(outsideAfter, func() { _ = sh.apply() })
 	}
 	return false
 }
 
-// selectShare has a list and watch of the manager's cache ask the API
-// server for only the workloads of the namespaces filter selects (a
-// shardSelector), so that a replica holds its share's workloads and not every
-// one of the cluster; lw itself for any other kind, or without filter.
+// route is whether the share's cache holds objects of gvk (as metadata or
+// not) in a cache per shard: the managed resources, what they made, and
+// the workloads the API server selects by namespace.
+func (sh *sharding) route() func(schema.GroupVersionKind, bool) bool {
+	routed := map[schema.GroupVersionKind]bool{
+		corev1.SchemeGroupVersion.WithKind("Pod"):                   true,
+		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaim"): true,
+		corev1.SchemeGroupVersion.WithKind("Service"):               true,
+		v1alpha1.ProviderConfigUsageGroupVersionKind:                true,
+	}
+	for _, gvk := range clusterops.ManagedKinds() {
+		routed[gvk] = true
+	}
+	filters := sh.place.Filters()
+	return func(gvk schema.GroupVersionKind, metadata bool) bool {
+		if routed[gvk] {
+			return true
+		}
+		if !metadata || !filters {
+			return false
+		}
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		return clusterops.WatchedUnlabelled(m)
+	}
+}
+
+// newCache makes a share's cache: the objects route picks in a cache per
+// part of the share, scoped to it, the rest in one cache of o.
+func (sh *sharding) newCache(s *kruntime.Scheme, sync time.Duration) cache.NewCacheFunc {
+	return func(cfg *rest.Config, o cache.Options) (cache.Cache, error) {
+		base, err := cache.New(cfg, o)
+		if err != nil {
+			return nil, err
+		}
+		return sh.shares.New(s, base, sh.route(), func(p shard.Part) (cache.Cache, error) {
+			po, err := partOptions(o, sync, p)
+			if err != nil {
+				return nil, err
+			}
+			return cache.New(cfg, po)
+		}), nil
+	}
+}
+
+// partOptions are those of the cache of part p of a share: its managed
+// resources and their usages by their shard label, what they made by
+// their owner's label and the shard's, and the workloads of its namespaces
+// (Part.Filter), or none when it has none.
+func partOptions(o cache.Options, sync time.Duration, p shard.Part) (cache.Options, error) {
+	co, err := cacheOptions(sync, p.Select)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	for obj, b := range co.ByObject {
+		if clusterops.WatchedUnlabelled(obj) {
+			b.Label = labels.Everything()
+			if p.Filter == "" {
+				b.Label = p.Select // Unlabelled: none.
+			}
+			co.ByObject[obj] = b
+		}
+	}
+	o.ByObject = co.ByObject
+	o.DefaultLabelSelector = p.Select
+	o.NewInformer = newInformer(p.Filter)
+	return o, nil
+}
+
+// selectShare has a list and watch of a cache ask the API server for only
+// the workloads of the namespaces filter selects (a shardSelector), so that
+// a replica holds its shards' workloads and not every one of the cluster;
+// lw itself for any other kind, or without filter.
 func selectShare(lw toolscache.ListerWatcher, obj kruntime.Object, filter string) toolscache.ListerWatcher {
 	if filter == "" || !clusterops.WatchedUnlabelled(obj) {
 		return lw
@@ -143,71 +222,10 @@ func selectShare(lw toolscache.ListerWatcher, obj kruntime.Object, filter string
 	}, lw)
 }
 
-// share selects the managed resources of the shards the replica acts on,
-// and what they made; nil unless it is a sharded replica's share.
-func (o Options) share() (labels.Selector, error) {
-	if o.owned == nil {
-		return nil, nil
-	}
-	return shard.Share(o.owned)
-}
-
-// shardCacheOptions scope a sharded replica's caches of managed resources: its
-// share's manager caches only those labelled with its shards (share), so that
-// a replica holds its share of the fleet, not all of it; its leading part
-// caches only the resources the labeler has yet to label. (The objects they
-// make are scoped by cacheOptions.) Only kinds the API server serves are
-// scoped: a cache cannot be built for one it does not, and with safe-start
-// a kind's CRD may come later (Crossplane's activation policies). Such a kind
-// is cached whole until the replica's share is built again, and its
-// controller acts on the share alone all the same (managedkind's Share).
-func shardCacheOptions(o Options, s *kruntime.Scheme, share labels.Selector, served func(schema.GroupVersionKind) bool) (map[client.Object]cache.ByObject, error) {
-	if o.Shards <= 0 {
-		return nil, nil
-	}
-	var gvks []schema.GroupVersionKind
-	for _, gvk := range clusterops.ManagedKinds() {
-		if served(gvk) {
-			gvks = append(gvks, gvk)
-		}
-	}
-	if share == nil {
-		return shard.LabelerCacheOptions(gvks, o.Shards)
-	}
-	out := map[client.Object]cache.ByObject{}
-	for _, obj := range clusterops.ManagedObjects() {
-		gvk, err := apiutil.GVKForObject(obj, s)
-		if err != nil {
-			return nil, err
-		}
-		if slices.Contains(gvks, gvk) {
-			out[obj] = cache.ByObject{Label: share}
-		}
-	}
-	return out, nil
-}
-
-// servedBy returns whether the API server cfg reaches serves a kind, as its
-// discovery says when asked; a kind it cannot tell of counts as not served.
-func servedBy(cfg *rest.Config) (func(schema.GroupVersionKind) bool, error) {
-	hc, err := rest.HTTPClientFor(cfg)
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot make the discovery client")
-	}
-	m, err := apiutil.NewDynamicRESTMapper(cfg, hc)
-	if err != nil {
-		return nil, errors.Wrap(err, "cannot make the REST mapper")
-	}
-	return func(gvk schema.GroupVersionKind) bool {
-		_, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
-		return err == nil
-	}, nil
-}
-
 // A shareRunner runs a sharded provider's share of the fleet on every
 // replica, leading or not: it takes part in sharing the shards (shard.Run)
-// and runs a provider with the managed resources' controllers for the
-// shards it holds, built again whenever they change.
+// and runs a provider with the managed resources' controllers, whose caches
+// hold the shards it holds and follow them as they change (shareWork).
 type shareRunner struct {
 	o Options
 }
@@ -236,15 +254,54 @@ func (r *shareRunner) Start(ctx context.Context) error {
 		RetryPeriod:   positiveOr(o.RetryPeriod, d.RetryPeriod),
 		Logger:        log.WithValues("replica", o.Identity),
 	}
-	return shard.Run(ctx, so, func(ctx context.Context, owned []int) error {
-		wo := o
-		wo.owned = owned
-		p, err := New(wo)
-		if err != nil {
-			return err
-		}
-		return p.Start(ctx)
-	})
+	return shard.Run(ctx, so, &shareWork{o: o, log: so.Logger})
+}
+
+// shareWork is a replica's share: one provider with the managed resources'
+// controllers, built once and again only if it fails, whose caches follow
+// the shards the replica holds. Work on the shards it keeps never pauses,
+// and a shard that comes is read, and its resources reconciled, once.
+type shareWork struct {
+	o   Options
+	log logging.Logger
+
+	mu    sync.Mutex
+	owned []int
+	sh    *sharding // of the provider running, if any
+}
+
+// Run builds the share's provider and runs it until ctx ends.
+func (w *shareWork) Run(ctx context.Context) error {
+	o := w.o
+	o.shares = shard.NewShares(w.log)
+	p, err := New(o)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.sh = p.sharding
+	err = w.sh.hold(w.owned)
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.sh = nil
+		w.mu.Unlock()
+	}()
+	if err != nil {
+		return err
+	}
+	return p.Start(ctx)
+}
+
+// Hold has the share act on the shards owned from now on.
+func (w *shareWork) Hold(owned []int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.owned = slices.Clone(owned)
+	if w.sh == nil {
+		return nil
+	}
+	return w.sh.hold(owned)
 }
 
 func positiveOr[T ~int64](v, d T) T {
@@ -325,4 +382,41 @@ func (p *Provider) logInfo(msg string, kv ...any) {
 	if p.o.Logger != nil {
 		p.o.Logger.Info(msg, kv...)
 	}
+}
+
+// servedBy returns whether the API server cfg reaches serves a kind, as its
+// discovery says when asked; a kind it cannot tell of counts as not served.
+func servedBy(cfg *rest.Config) (func(schema.GroupVersionKind) bool, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot make the discovery client")
+	}
+	m, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return nil, errors.Wrap(err, "cannot make the REST mapper")
+	}
+	return func(gvk schema.GroupVersionKind) bool {
+		_, err := m.RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil
+	}, nil
+}
+
+// labelerCacheOptions scope a leading part's caches of managed resources to
+// those the labeler has yet to place (shard.LabelerCacheOptions). Only kinds
+// the API server serves are scoped: a cache cannot be built for one it does
+// not, and with safe-start a kind's CRD may come later (Crossplane's
+// activation policies). Such a kind is cached whole until the leading part
+// is built again.
+func labelerCacheOptions(shards int, cfg *rest.Config) (map[client.Object]cache.ByObject, error) {
+	served, err := servedBy(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var gvks []schema.GroupVersionKind
+	for _, gvk := range clusterops.ManagedKinds() {
+		if served(gvk) {
+			gvks = append(gvks, gvk)
+		}
+	}
+	return shard.LabelerCacheOptions(gvks, shards)
 }

@@ -52,16 +52,22 @@ type Options struct {
 	Metrics *Metrics
 }
 
-// Work acts on the managed resources of the shards owned until ctx ends, and
-// returns only once it no longer acts on them.
-type Work func(ctx context.Context, owned []int) error
+// Work acts on the managed resources of the shards a replica holds.
+type Work interface {
+	// Run acts until ctx ends, on the shards of the latest Hold, and
+	// returns only once it no longer acts on any.
+	Run(ctx context.Context) error
+	// Hold has Run act on the shards owned from now on: it returns once Run
+	// no longer acts on the shards it dropped, and acts on those it added
+	// once it has read them, without pausing work on the others.
+	Hold(owned []int) error
+}
 
 // Run takes part in sharing the fleet until ctx ends: it keeps this replica's
 // membership Lease, campaigns for the shards Assign gives it, and runs work
-// with the shards whose Leases it holds, stopped and started again whenever
-// they change. A shard is given up only after work stopped, and work starts
-// on a shard only once its Lease is held, so no two replicas act on one shard
-// at once. A request on the Leases that fails is a Warning event on the
+// with the shards whose Leases it holds, told of each change (Work.Hold). A
+// shard is given up only after work dropped it, and work acts on a shard
+// only once its Lease is held, so no two replicas act on one shard at once. A request on the Leases that fails is a Warning event on the
 // Lease and a line of the log at info level (reporter), since without its
 // Leases a replica does not act.
 func Run(ctx context.Context, o Options, work Work) error {
@@ -148,8 +154,8 @@ type engine struct {
 }
 
 // settle is how long a replica waits for more of its wanted shards before it
-// starts work on those it holds: shards freed at once (a replica leaving)
-// arrive within a retry or two, and each restart of work re-reads its share.
+// has work hold those it holds: shards freed at once (a replica leaving)
+// arrive within a retry or two, and are added together.
 const settle = 2 * time.Second
 
 func (r *replica) run(ctx context.Context) error {
@@ -239,20 +245,20 @@ func (r *replica) onEvent(e event) {
 	delete(r.electing, e.shard)
 	r.drop(e.shard)
 	// Lost without giving it up: another replica may act on it once its
-	// Lease runs out, so stop at once; converge campaigns for it again.
+	// Lease runs out, so drop it at once; converge campaigns for it again.
 	if r.engine != nil && slices.Contains(r.engine.owned, e.shard) {
-		r.o.Logger.Info("Lost a shard's lease; stopping work on the replica's shards", "shard", Name(e.shard))
-		r.stopEngine()
+		r.o.Logger.Info("Lost a shard's lease; no longer acting on it", "shard", Name(e.shard))
+		r.hold(without(r.engine.owned, []int{e.shard}))
 	}
 }
 
-// converge gives up the shards no longer wanted (after work stopped),
-// campaigns for the wanted ones, and runs work on those held.
+// converge gives up the shards no longer wanted (after work dropped them),
+// campaigns for the wanted ones, and has work hold those held.
 func (r *replica) converge(ctx context.Context) {
 	release, take := Diff(r.campaigned(), r.wanted)
 	if len(release) > 0 {
 		if r.engine != nil && slices.ContainsFunc(release, func(i int) bool { return slices.Contains(r.engine.owned, i) }) {
-			r.stopEngine()
+			r.hold(without(r.engine.owned, release))
 		}
 		for _, i := range release {
 			r.resign(i)
@@ -272,10 +278,36 @@ func (r *replica) converge(ctx context.Context) {
 	if (!slices.Equal(r.held, r.wanted) && time.Since(r.changed) < settle) || time.Now().Before(r.retryAt) {
 		return
 	}
-	r.stopEngine()
-	if len(r.held) > 0 {
+	if r.engine == nil {
 		r.startEngine(ctx)
+		return
 	}
+	r.hold(r.held)
+}
+
+// without is owned but the shards in drop.
+func without(owned, drop []int) []int {
+	return slices.DeleteFunc(slices.Clone(owned), func(i int) bool { return slices.Contains(drop, i) })
+}
+
+// hold has work act on owned from now on.
+func (r *replica) hold(owned []int) {
+	e := r.engine
+	dropped, added := Diff(e.owned, owned)
+	// Nothing is written for a shard dropped from here on, even by a
+	// reconcile under way.
+	for _, i := range dropped {
+		r.fence.drop(Name(i))
+	}
+	r.o.Metrics.setActing(dropped, false)
+	e.owned = slices.Clone(owned)
+	if err := r.work.Hold(e.owned); err != nil {
+		r.o.Logger.Info("Cannot change the shards the replica acts on", "shards", Names(e.owned), "error", err)
+	}
+	if len(added) > 0 {
+		r.o.Logger.Info("Acting on the replica's shards", "shards", Names(e.owned), "added", Names(added))
+	}
+	r.o.Metrics.setActing(added, true)
 }
 
 // takeOverStale takes the Leases of the shards this replica campaigns for
@@ -404,9 +436,12 @@ func (r *replica) startEngine(ctx context.Context) {
 	r.engine = e
 	r.o.Logger.Info("Acting on the replica's shards", "shards", Names(e.owned))
 	r.o.Metrics.setActing(e.owned, true)
+	if err := r.work.Hold(e.owned); err != nil {
+		r.o.Logger.Info("Cannot change the shards the replica acts on", "shards", Names(e.owned), "error", err)
+	}
 	// Every reconcile of the share checks its writes against the fence.
 	ctx = WithFence(ctx, r.fence)
-	go func() { e.done <- r.work(ctx, e.owned) }()
+	go func() { e.done <- r.work.Run(ctx) }()
 }
 
 // stopEngine stops work and waits until it returned.

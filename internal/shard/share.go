@@ -1,6 +1,8 @@
 package shard
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 
@@ -37,4 +39,33 @@ func Carry(dst, owner map[string]string) map[string]string {
 		dst[Label] = v
 	}
 	return dst
+}
+
+// Filters is whether the API server selects the objects without a shard
+// label of each part by its namespaces (Part.Filter); otherwise they are
+// watched whole, apart from the parts.
+func (p Placement) Filters() bool { return p.filters(nil) }
+
+// outsideShard picks no object by its shard label: the outside part holds
+// only objects without one.
+const outsideShard = "outside"
+
+// Outside is the part of the namespaces of a share's ConfigRollouts that no
+// shard it holds covers (pinned by hand to a shard of another namespace),
+// named apart from each earlier one by generation; false once there are more
+// than the API server's selector holds, and such namespaces are read from
+// the API server instead.
+func (p Placement) Outside(namespaces []string, generation int) (Part, bool) {
+	if len(namespaces) == 0 || !p.filters(namespaces) {
+		return Part{}, false
+	}
+	r, err := labels.NewRequirement(Label, selection.Equals, []string{outsideShard})
+	if err != nil {
+		return Part{}, false
+	}
+	return Part{
+		Name:   fmt.Sprintf("%s-%d", outsideShard, generation),
+		Select: labels.NewSelector().Add(*r),
+		Filter: p.Ranges.Selector(nil, namespaces),
+	}, true
 }

@@ -1,6 +1,10 @@
 package testenv
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // ShardsActing is how many shards the sharded replica whose metrics g
 // gathers acts on (clusterops_shard_acting); -1 when they cannot be read.
@@ -18,4 +22,30 @@ func ShardsActing(g prometheus.Gatherer) float64 {
 		}
 	}
 	return n
+}
+
+// ShardsActingNamed are the shards a replica's registry g says it acts on.
+func ShardsActingNamed(g prometheus.Gatherer) []string {
+	mfs, err := g.Gather()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, mf := range mfs {
+		if mf.GetName() != "clusterops_shard_acting" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetGauge().GetValue() != 1 {
+				continue
+			}
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "shard" {
+					out = append(out, l.GetValue())
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -50,6 +50,35 @@ func (l *ledger) stop(who string, owned []int) {
 	}
 }
 
+// ledgerWork is a replica's work that records in a ledger the shards it
+// holds.
+type ledgerWork struct {
+	ledger *ledger
+	id     string
+
+	mu    sync.Mutex
+	owned []int
+}
+
+func (w *ledgerWork) Run(ctx context.Context) error {
+	<-ctx.Done()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ledger.stop(w.id, w.owned)
+	w.owned = nil
+	return nil
+}
+
+func (w *ledgerWork) Hold(owned []int) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	dropped, added := shard.Diff(w.owned, owned)
+	w.ledger.stop(w.id, dropped)
+	w.ledger.start(w.id, added)
+	w.owned = slices.Clone(owned)
+	return nil
+}
+
 // shares are the shards each replica works on.
 func (l *ledger) shares() map[string][]int {
 	l.mu.Lock()
@@ -108,12 +137,7 @@ func TestReplicasShareShards(t *testing.T) {
 		}
 		go func() {
 			defer close(r.done)
-			err := shard.Run(ctx, o, func(ctx context.Context, owned []int) error {
-				l.start(id, owned)
-				<-ctx.Done()
-				l.stop(id, owned)
-				return nil
-			})
+			err := shard.Run(ctx, o, &ledgerWork{ledger: l, id: id})
 			if err != nil {
 				t.Errorf("replica %s: %v", id, err)
 			}

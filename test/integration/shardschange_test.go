@@ -229,7 +229,7 @@ func TestReplicaSweepsLeasesOfShardsGone(t *testing.T) {
 	ran := make(chan struct{})
 	go func() {
 		defer close(ran)
-		if err := shard.Run(ctx, o, func(ctx context.Context, _ []int) error { <-ctx.Done(); return nil }); err != nil {
+		if err := shard.Run(ctx, o, idle{}); err != nil {
 			t.Errorf("replica: %v", err)
 		}
 	}()
@@ -258,3 +258,10 @@ func TestReplicaSweepsLeasesOfShardsGone(t *testing.T) {
 		return !ok, err
 	})
 }
+
+// idle is a replica's work that does nothing.
+type idle struct{}
+
+func (idle) Run(ctx context.Context) error { <-ctx.Done(); return nil }
+
+func (idle) Hold([]int) error { return nil }

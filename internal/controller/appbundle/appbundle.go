@@ -12,6 +12,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	klabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,7 +49,9 @@ const reasonStorageRefused xpv2.ConditionReason = "ChangeRefused"
 
 // Setup adds the AppBundle controller to mgr.
 func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
-	objects, err := cache.New(mgr.GetConfig(), CacheOptions(mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient(), o.Share))
+	objects, err := o.NewCache(mgr, func(share klabels.Selector) cache.Options {
+		return CacheOptions(mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient(), share)
+	})
 	if err != nil {
 		return errors.Wrap(err, "cannot create the cache of the AppBundles' objects")
 	}

@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,6 +56,9 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 			return &external{cluster: c, kube: mgr.GetClient(), status: status, record: rec, now: time.Now, lastRounds: rounds, metrics: m, evict: func(ctx context.Context, p *corev1.Pod) error { return evict(ctx, c.Config, p) }}
 		},
 		PollHook: untilNextRound(time.Now),
+		Forget: func(agent types.NamespacedName) {
+			m.forget(&v1alpha1.ChaosAgent{ObjectMeta: metav1.ObjectMeta{Namespace: agent.Namespace, Name: agent.Name}})
+		},
 	})
 }
 

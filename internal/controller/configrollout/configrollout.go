@@ -100,7 +100,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 			return errors.Wrapf(err, "cannot index %ss by lock", kind)
 		}
 	}
-	others, err := otherRollouts(mgr, o.Share)
+	others, err := otherRollouts(mgr, o.Sharded())
 	if err != nil {
 		return err
 	}
@@ -125,6 +125,7 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		List:             &v1alpha1.ConfigRolloutList{},
 		OwnNamespace:     true,
 		OnStop:           met.forgetAll,
+		Forget:           met.forget,
 		NewClient: func(c *target.Cluster, rec event.Recorder, status client.SubResourceWriter, cr *v1alpha1.ConfigRollout) managed.TypedExternalClient[*v1alpha1.ConfigRollout] {
 			e := &external{cluster: c, record: rec, now: time.Now, watches: ws, own: own, waiting: wait, rollouts: others, status: status, metrics: met}
 			if c.Local && (o.Watches == nil || o.Watches(cr.GetNamespace())) {

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -19,16 +18,16 @@ import (
 // namespace, for the locks and baselines that keep a workload to one of
 // them (holds, followedBy): a cache that holds every ConfigRollout of the
 // cluster, indexed by the workloads they follow (indexFollowing). Without
-// sharding (share nil) that is the manager's. A sharded replica's manager
+// sharding that is the manager's. A sharded replica's manager
 // caches only its shards' ConfigRollouts, blind to a rollout of the same
 // namespace pinned to a shard another replica holds: it reads the others
 // from a cache of its own, unfiltered, that keeps of each only what is read
 // of it (SlimRollout), which the manager starts, and waits to sync, with
 // its own caches. Every workload then follows one rollout, whichever
 // replicas act on them (TestShardedRolloutsRollOnce).
-func otherRollouts(mgr ctrl.Manager, share labels.Selector) (cache.Cache, error) {
+func otherRollouts(mgr ctrl.Manager, sharded bool) (cache.Cache, error) {
 	c := mgr.GetCache()
-	if share != nil {
+	if sharded {
 		var err error
 		c, err = cache.New(mgr.GetConfig(), cache.Options{
 			HTTPClient: mgr.GetHTTPClient(),

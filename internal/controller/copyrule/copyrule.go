@@ -67,6 +67,10 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		Object:           &v1alpha1.CopyRule{},
 		List:             &v1alpha1.CopyRuleList{},
 		OnStop:           rules.forgetAll,
+		Forget: func(rule types.NamespacedName) {
+			rules.set(rule, nil, 0)
+			known.forget(rule)
+		},
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ client.SubResourceWriter, _ *v1alpha1.CopyRule) managed.TypedExternalClient[*v1alpha1.CopyRule] {
 			return &external{cluster: c, resolver: r, record: rec, drift: dr, watches: ws, known: known, grants: access, outOfSync: rules, now: time.Now, resumeFor: resumeFor}
 		},

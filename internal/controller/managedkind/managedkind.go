@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -73,6 +74,10 @@ type Kind[T resource.ModernManaged] struct {
 	// when its shards change, so a resource now another replica's would
 	// otherwise be reported by both.
 	OnStop func()
+	// Forget, when set, drops what the kind remembers of a managed resource
+	// (its series) once it is gone from the replica's view: deleted, or of
+	// a shard the replica no longer holds.
+	Forget func(types.NamespacedName)
 }
 
 // Options are crossplane-runtime's controller options and what this
@@ -89,19 +94,36 @@ type Options struct {
 	// there, or takes those of the same name already registered (a process
 	// that builds several providers, a share built again).
 	Metrics prometheus.Registerer
-	// Share selects, on a sharded replica, the managed resources of its
-	// shards and the objects they made (internal/shard): the manager caches
-	// only those, a kind's own caches of the objects it makes select them
-	// too, and events of those objects reach the queue only for owners in
-	// the cache. Nil without sharding.
-	Share labels.Selector
+	// Shares are, on a sharded replica, the caches that follow the shards it
+	// holds (shard.Shares): the manager's cache holds only the managed
+	// resources of those shards and the objects they made, a kind's own
+	// caches of the objects it makes are made by NewCache to do the same,
+	// and events of those objects reach the queue only for owners in the
+	// cache. Nil without sharding.
+	Shares *shard.Shares
 	// Watches, when set, says whether the manager's namespace-wide watches
 	// of objects that carry no shard label (ConfigRollout's workloads) hold
 	// a namespace: a sharded replica's are filtered by the API server to its
 	// shards' namespaces. A kind reads what such a watch lacks from the API
 	// server, as on a remote cluster, and a false answer asks the replica
-	// to build its share again with the namespace in. Nil holds every one.
+	// to watch the namespace too. Nil holds every one.
 	Watches func(namespace string) bool
+}
+
+// Sharded is whether the controllers run on a sharded replica.
+func (o Options) Sharded() bool { return o.Shares != nil }
+
+// NewCache makes a cache of objects a kind makes, with the options opts
+// gives for a selector of shards: on a sharded replica, one that holds the
+// objects of the shards it holds, and follows them as they change; without
+// sharding, one of opts(nil).
+func (o Options) NewCache(mgr ctrl.Manager, opts func(share labels.Selector) cache.Options) (cache.Cache, error) {
+	if o.Shares == nil {
+		return cache.New(mgr.GetConfig(), opts(nil))
+	}
+	return o.Shares.New(mgr.GetScheme(), nil, nil, func(p shard.Part) (cache.Cache, error) {
+		return cache.New(mgr.GetConfig(), opts(p.Select))
+	}), nil
 }
 
 // jittered returns the poll interval hook of a kind: hook's interval, which
@@ -184,14 +206,13 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		WithOptions(flow.WithQueue(o.ForControllerRuntime(), mgr.GetLogger())).
 		// The filter applies to the managed resource only: events of the
 		// watched objects (a pod's status, say) must get through.
-		For(client.Object(k.Object), builder.WithPredicates(desiredStateChanged(), inShare(o.Share))).
+		For(client.Object(k.Object), builder.WithPredicates(desiredStateChanged())).
 		// An edit of an existing managed resource's spec is a change someone
 		// waits for: it ranks with the changes of what the resource made or
 		// references, above a backlog of new resources. The priority queue
 		// keeps the higher of the two ranks the request gets.
 		Watches(client.Object(k.Object), o.Flow.Handler(&handler.EnqueueRequestForObject{}), builder.WithPredicates(
 			predicate.GenerationChangedPredicate{},
-			inShare(o.Share),
 			predicate.Funcs{
 				CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
 				GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
@@ -204,8 +225,8 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 	}
 	var rr reconcile.Reconciler = retryConflicts{Reconciler: errors.WithSilentRequeueOnConflict(mr), conflicts: own.conflicts}
 	rr = pollAfterCreate{Reconciler: rr, poll: jittered(k.PollHook, o.PollJitter, rand.Float64), interval: o.PollInterval}
-	if o.Share != nil {
-		rr = shareOnly{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, share: o.Share}
+	if o.Sharded() {
+		rr = shareOnly{Reconciler: rr, kube: mgr.GetClient(), object: k.Object}
 	}
 	if k.WatchSet != nil {
 		if err := mgr.Add(k.WatchSet); err != nil {
@@ -221,7 +242,9 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 			return errors.Wrapf(err, "cannot count %s", gk)
 		}
 		k.WatchSet.CountPeers(peers)
-		rr = &forgetGone{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, watches: k.WatchSet}
+	}
+	if k.WatchSet != nil || k.Forget != nil {
+		rr = &forgetGone{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, watches: k.WatchSet, forget: k.Forget}
 	}
 	return errors.Wrapf(b.Complete(o.Flow.Reconciler(name, rr, lightIn(mgr.GetClient(), k.Object))), "cannot set up %s controller", gk)
 }
@@ -298,47 +321,44 @@ func changedBut(old, cur map[string]string, ignored ...string) bool {
 	return false
 }
 
-// forgetGone stops the watches of a managed resource that no longer exists.
-// Its last reconcile may not see it gone (the cache lags the finalizer's
-// removal); then the next event of one of its watches brings it back here.
+// forgetGone stops the watches of a managed resource that no longer exists
+// in the manager's cache, and forgets what the kind remembers of it: deleted,
+// or of a shard the replica gave up (whose cache tells its handlers that its
+// objects are gone). Its last reconcile may not see it gone (the cache lags
+// the finalizer's removal); then the next event of one of its watches brings
+// it back here.
 type forgetGone struct {
 	reconcile.Reconciler
 	kube    client.Reader
 	object  client.Object
 	watches *watchset.Set
+	forget  func(types.NamespacedName)
 }
 
 func (f *forgetGone) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	res, err := f.Reconciler.Reconcile(ctx, req)
 	o, _ := f.object.DeepCopyObject().(client.Object)
 	if gerr := f.kube.Get(ctx, req.NamespacedName, o); kerrors.IsNotFound(gerr) {
-		f.watches.Forget(req.NamespacedName)
+		if f.watches != nil {
+			f.watches.Forget(req.NamespacedName)
+		}
+		if f.forget != nil {
+			f.forget(req.NamespacedName)
+		}
 	}
 	return res, err
 }
 
-// inShare passes the events of managed resources in share; all of them
-// without sharding (nil).
-func inShare(share labels.Selector) predicate.Predicate {
-	return predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return share == nil || share.Matches(labels.Set(o.GetLabels()))
-	})
-}
-
 // shareOnly reconciles, on a sharded replica, only the managed resources of
-// its share, as the manager's cache holds them. The cache holds nothing else
-// for a kind whose CRD was there when the replica's share was built; a kind
-// activated later is cached whole until it is built again, and its
-// resources of other shards, enqueued by the objects they made or by a
-// label moved away, are another replica's work. A resource of the share is
-// reconciled only while the replica's fence lets it write for its shard,
-// and its writes to the target cluster are checked again as they are sent
-// (shard.WritingFor; TestShareOnlyFencesWrites).
+// its share: the manager's cache holds the resources of the shards the
+// replica holds (shard.ShareCache), and a resource is reconciled only while
+// the replica's fence lets it write for its shard. Its writes to the target
+// cluster are checked again as they are sent (shard.WritingFor;
+// TestShareOnlyFencesWrites).
 type shareOnly struct {
 	reconcile.Reconciler
 	kube   client.Reader
 	object client.Object
-	share  labels.Selector
 }
 
 func (s shareOnly) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -347,14 +367,12 @@ func (s shareOnly) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		// Gone (or not read): reconciled, to finish it.
 		return s.Reconciler.Reconcile(ctx, req)
 	}
-	if !s.share.Matches(labels.Set(o.GetLabels())) {
-		return reconcile.Result{}, nil
-	}
 	if f := shard.FenceFrom(ctx); f != nil {
 		v := o.GetLabels()[shard.Label]
 		if !f.Holds(v) {
-			// About to lose the shard, or lost it: the replica stops its
-			// work on it at once, and the request is retried meanwhile.
+			// About to lose the shard, or lost it, or the label moved it
+			// to another: the replica stops reading it at once, and the
+			// request is retried meanwhile.
 			return reconcile.Result{RequeueAfter: fenceRetry}, nil
 		}
 		ctx = shard.WritingFor(ctx, v)
@@ -380,7 +398,7 @@ func EnqueueOwner(o Options, key string, owners client.Reader, owner func() clie
 			return nil
 		}
 		nn := types.NamespacedName{Namespace: obj.GetNamespace(), Name: n}
-		if o.Share != nil {
+		if o.Sharded() {
 			if err := owners.Get(ctx, nn, owner()); err != nil {
 				return nil
 			}

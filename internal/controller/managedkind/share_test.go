@@ -9,7 +9,6 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/clusterops/provider-clusterops/apis"
@@ -17,53 +16,24 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/shard"
 )
 
-// TestShareOnly: a sharded replica reconciles the managed resources of its
-// share and no other, even when its cache holds them all (a kind activated
-// after its share was built); a resource gone is reconciled, to finish it.
-func TestShareOnly(t *testing.T) {
-	share, err := shard.Share([]int{1, 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+// TestShareOnlyFinishesWhatIsGone: a resource gone from the replica's cache
+// (deleted, or of a shard it gave up) is reconciled, to finish it; one there
+// is left to the fence (TestShareOnlyFencesWrites).
+func TestShareOnlyFinishesWhatIsGone(t *testing.T) {
 	s := kruntime.NewScheme()
 	if err := apis.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
-	mine := &v1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "mine", Labels: map[string]string{shard.Label: "3"}}}
-	theirs := &v1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "theirs", Labels: map[string]string{shard.Label: "2"}}}
-	unlabelled := &v1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "unlabelled"}}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(mine, theirs, unlabelled).Build()
-	cases := map[string]struct {
-		name string
-		want bool
-	}{
-		"Mine":       {name: "mine", want: true},
-		"Theirs":     {name: "theirs"},
-		"Unlabelled": {name: "unlabelled"},
-		"Gone":       {name: "gone", want: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			reconciled := false
-			r := shareOnly{kube: c, object: &v1alpha1.ImmortalContainer{}, share: share,
-				Reconciler: reconcilerFunc(func(context.Context, reconcile.Request) (reconcile.Result, error) {
-					reconciled = true
-					return reconcile.Result{}, nil
-				})}
-			if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: tc.name}}); err != nil {
-				t.Fatal(err)
-			}
-			if reconciled != tc.want {
-				t.Errorf("reconciled %s: %t, want %t", tc.name, reconciled, tc.want)
-			}
-			p := inShare(share)
-			if n := (map[string]*v1alpha1.ImmortalContainer{"mine": mine, "theirs": theirs, "unlabelled": unlabelled})[tc.name]; n != nil && p.Create(ctrlevent.CreateEvent{Object: n}) != tc.want {
-				t.Errorf("inShare passes %s: %t, want %t", tc.name, !tc.want, tc.want)
-			}
-		})
-	}
-	if !inShare(nil).Create(ctrlevent.CreateEvent{Object: theirs}) {
-		t.Error("without sharding every resource's events pass")
+	c := fake.NewClientBuilder().WithScheme(s).Build()
+	reconciled := false
+	r := shareOnly{kube: c, object: &v1alpha1.ImmortalContainer{},
+		Reconciler: reconcilerFunc(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+			reconciled = true
+			return reconcile.Result{}, nil
+		})}
+	ctx := shard.WithFence(context.Background(), shard.NewFence("p", "me", time.Minute))
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: "gone"}}); err != nil || !reconciled {
+		t.Errorf("Reconcile of a resource gone: reconciled %t, %v; want reconciled", reconciled, err)
 	}
 }
 
@@ -71,10 +41,6 @@ func TestShareOnly(t *testing.T) {
 // whose Lease the fence does not vouch for is not reconciled but retried,
 // and one it vouches for is reconciled with its writes bound to its shard.
 func TestShareOnlyFencesWrites(t *testing.T) {
-	share, err := shard.Share([]int{3})
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := kruntime.NewScheme()
 	if err := apis.AddToScheme(s); err != nil {
 		t.Fatal(err)
@@ -83,7 +49,7 @@ func TestShareOnlyFencesWrites(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(mine).Build()
 	var checked error
 	reconciled := false
-	r := shareOnly{kube: c, object: &v1alpha1.ImmortalContainer{}, share: share,
+	r := shareOnly{kube: c, object: &v1alpha1.ImmortalContainer{},
 		Reconciler: reconcilerFunc(func(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
 			reconciled, checked = true, shard.CheckWrite(ctx)
 			return reconcile.Result{}, nil

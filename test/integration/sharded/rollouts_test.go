@@ -95,7 +95,7 @@ func TestShardedRolloutsRollOnce(t *testing.T) {
 	}
 	// r2's replica acts on it with the namespace's workloads in its watch.
 	testenv.Eventually(t, wait, "replica "+held[other]+" to watch the workloads of "+ns, func(context.Context) (bool, error) {
-		return selects(t, sel.last(held[other]), ns), nil
+		return selects(t, sel.current(held[other]), ns), nil
 	})
 	testenv.Eventually(t, wait, "r2 to be observed", func(ctx context.Context) (bool, error) {
 		r, err := rollout(ctx, ns, "r2")
@@ -156,7 +156,7 @@ func deleteAll(t *testing.T, ns string, names []string, objs ...client.Object) {
 // returns.
 func startReplicas(ctx context.Context, t *testing.T, n int, ids ...string) *selectors {
 	t.Helper()
-	sel := &selectors{got: map[string][]string{}}
+	sel := newSelectors()
 	for _, id := range ids {
 		o := testenv.ProviderOptions(env.Config, time.Hour, 50)
 		o.Shards, o.Identity, o.SkipNameValidation = n, id, true

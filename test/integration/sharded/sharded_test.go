@@ -7,8 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -61,43 +63,86 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-// selectors records, per replica, the shardSelector of each list and watch
-// of Deployments' metadata its manager sent.
+// selectors records, per replica, the shardSelector of each watch of
+// Deployments' metadata its manager holds open: one per part of its share.
 type selectors struct {
-	mu  sync.Mutex
-	got map[string][]string
+	mu   sync.Mutex
+	open map[string]map[string]int
 }
+
+func newSelectors() *selectors { return &selectors{open: map[string]map[string]int{}} }
 
 func (s *selectors) wrap(id string) func(http.RoundTripper) http.RoundTripper {
 	return func(next http.RoundTripper) http.RoundTripper {
 		return roundTrip(func(r *http.Request) (*http.Response, error) {
 			// ConfigRollout's watch asks for metadata; AppBundle's own
 			// cache of the Deployments it made asks for whole objects.
-			if r.Method == http.MethodGet && r.URL.Path == "/apis/apps/v1/deployments" && strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadata") {
-				s.mu.Lock()
-				s.got[id] = append(s.got[id], r.URL.Query().Get("shardSelector"))
-				s.mu.Unlock()
+			if r.Method != http.MethodGet || r.URL.Path != "/apis/apps/v1/deployments" || r.URL.Query().Get("watch") != "true" ||
+				!strings.Contains(r.Header.Get("Accept"), "as=PartialObjectMetadata") {
+				return next.RoundTrip(r)
 			}
-			return next.RoundTrip(r)
+			sel := r.URL.Query().Get("shardSelector")
+			res, err := next.RoundTrip(r)
+			if err != nil || res.StatusCode != http.StatusOK {
+				return res, err
+			}
+			s.add(id, sel, 1)
+			res.Body = &closed{ReadCloser: res.Body, close: func() { s.add(id, sel, -1) }}
+			return res, nil
 		})
 	}
 }
 
-// last is the selector of replica id's latest request.
-func (s *selectors) last(id string) string {
+func (s *selectors) add(id, sel string, by int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if l := s.got[id]; len(l) > 0 {
-		return l[len(l)-1]
+	if s.open[id] == nil {
+		s.open[id] = map[string]int{}
 	}
-	return ""
+	s.open[id][sel] += by
+	if s.open[id][sel] <= 0 {
+		delete(s.open[id], sel)
+	}
+}
+
+// current are the selectors of replica id's open watches.
+func (s *selectors) current(id string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for sel := range s.open[id] {
+		out = append(out, sel)
+	}
+	return out
+}
+
+// closed is a response body that tells when it is closed.
+type closed struct {
+	io.ReadCloser
+	once  sync.Once
+	close func()
+}
+
+func (c *closed) Close() error {
+	c.once.Do(c.close)
+	return c.ReadCloser.Close()
 }
 
 type roundTrip func(*http.Request) (*http.Response, error)
 
 func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func selects(t *testing.T, selector, namespace string) bool {
+func selects(t *testing.T, selectors []string, namespace string) bool {
+	t.Helper()
+	for _, s := range selectors {
+		if selectsOne(t, s, namespace) {
+			return true
+		}
+	}
+	return false
+}
+
+func selectsOne(t *testing.T, selector, namespace string) bool {
 	t.Helper()
 	if selector == "" {
 		return true
@@ -154,8 +199,7 @@ func follows(ctx context.Context, ns, name string) (bool, error) {
 // together they watch every namespace, and a Deployment made later in any
 // namespace is followed by its ConfigRollout through that watch alone (the
 // poll is an hour). A ConfigRollout pinned by hand to the other replica's
-// shard is followed there: that replica builds its share again with the
-// namespace in its watch.
+// shard is followed there: that replica adds a watch of the namespace.
 func TestReplicasWatchTheirShareOfWorkloads(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -220,8 +264,8 @@ func TestReplicasWatchTheirShareOfWorkloads(t *testing.T) {
 		if held["a"] != 2 || held["b"] != 2 {
 			return false, fmt.Errorf("shards held: %v", held)
 		}
-		sa, sb := sel.last("a"), sel.last("b")
-		if sa == "" || sb == "" {
+		sa, sb := sel.current("a"), sel.current("b")
+		if len(sa) != 2 || len(sb) != 2 || slices.Contains(sa, "") || slices.Contains(sb, "") {
 			return false, fmt.Errorf("selectors: a %q, b %q", sa, sb)
 		}
 		for _, ns := range nss {
@@ -259,8 +303,8 @@ func TestReplicasWatchTheirShareOfWorkloads(t *testing.T) {
 
 	// Each replica's watch selects the namespaces of its shards; the two
 	// together select every tenant's namespace once.
-	sa, sb := sel.last("a"), sel.last("b")
-	if sa == "" || sb == "" {
+	sa, sb := sel.current("a"), sel.current("b")
+	if slices.Contains(sa, "") || slices.Contains(sb, "") {
 		t.Fatalf("a replica watches Deployments without a shardSelector: a %q, b %q", sa, sb)
 	}
 	for _, ns := range nss {
@@ -268,16 +312,18 @@ func TestReplicasWatchTheirShareOfWorkloads(t *testing.T) {
 			t.Errorf("namespace %s: selected by a: %t, by b: %t; want exactly one", ns, selects(t, sa, ns), selects(t, sb, ns))
 		}
 	}
-	l, err := cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{ShardSelector: sa})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if l.ShardInfo == nil || l.ShardInfo.Selector != sa {
-		t.Errorf("the API server did not filter a's list by its selector: %+v", l.ShardInfo)
-	}
-	for _, d := range l.Items {
-		if !selects(t, sa, d.Namespace) {
-			t.Errorf("a's filtered list holds Deployment %s/%s", d.Namespace, d.Name)
+	for _, one := range sa {
+		l, err := cs.AppsV1().Deployments("").List(ctx, metav1.ListOptions{ShardSelector: one})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.ShardInfo == nil || l.ShardInfo.Selector != one {
+			t.Errorf("the API server did not filter a's list by its selector: %+v", l.ShardInfo)
+		}
+		for _, d := range l.Items {
+			if !selectsOne(t, one, d.Namespace) {
+				t.Errorf("a's filtered list holds Deployment %s/%s", d.Namespace, d.Name)
+			}
 		}
 	}
 
@@ -322,7 +368,7 @@ func TestReplicasWatchTheirShareOfWorkloads(t *testing.T) {
 		t.Fatal(err)
 	}
 	testenv.Eventually(t, wait, "b to watch the workloads of pinned namespace "+pinned, func(context.Context) (bool, error) {
-		return selects(t, sel.last("b"), pinned), nil
+		return selects(t, sel.current("b"), pinned), nil
 	})
 	if err := c.Create(ctx, deployment(pinned, "web-3")); err != nil {
 		t.Fatal(err)

@@ -107,14 +107,16 @@ func crdsWithout(skip string) (string, error) {
 	return dir, nil
 }
 
-// TestShareRebuildsLeaveNothingBehind: replica a acts on every shard; b
-// joins and leaves five times, so a builds its share ten times, each with
-// ChaosAgent's CRD never installed (its controller waits on safe-start's
-// gate). Once a acts on every shard again and is quiet, the process runs
-// about as many goroutines as before the cycles, the heap in use is about
-// as large, and every client a stopped share or replica made has been
-// collected: none of their managers is reachable any more.
-func TestShareRebuildsLeaveNothingBehind(t *testing.T) {
+// TestShareChangesLeaveNothingBehind: replica a acts on every shard; b
+// joins and leaves five times, so a drops half its shards and takes them
+// back five times, with ChaosAgent's CRD never installed (its controller
+// waits on safe-start's gate). a reads the resources of a shard only when it
+// takes it: the shards it keeps are never read again. Once a acts on every
+// shard again and is quiet, the process runs about as many goroutines as
+// before the cycles, the heap in use is about as large, and every client a
+// stopped replica made has been collected: none of its managers is
+// reachable any more.
+func TestShareChangesLeaveNothingBehind(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	fleet(ctx, t)
@@ -140,26 +142,39 @@ func TestShareRebuildsLeaveNothingBehind(t *testing.T) {
 		total(base), count(base, worker), count(base, informer), heapBase>>20, liveBase)
 
 	var gone []*replica
+	taken := map[string]int{} // by shard, how often a took it back
 	for i := range cycles {
-		mark := a.shareBuilds()
 		bctx, stop := context.WithCancel(ctx)
 		b := startReplica(bctx, t, "b")
-		a.waitActing(t, shards/2, mark)
+		a.waitActing(t, shards/2, -1)
 		b.waitActing(t, shards/2, 0)
-		mark = a.shareBuilds()
+		kept := testenv.ShardsActingNamed(a.reg)
+		mark := a.shareBuilds()
 		stop()
 		b.waitStopped(t)
 		a.waitActing(t, shards, mark)
+		for _, s := range testenv.ShardsActingNamed(a.reg) {
+			if !slices.Contains(kept, s) {
+				taken[s]++
+			}
+		}
 		gone = append(gone, b)
-		t.Logf("cycle %d: %d goroutines", i+1, runtime.NumGoroutine())
+		t.Logf("cycle %d: %d goroutines; a kept shards %v", i+1, runtime.NumGoroutine(), kept)
+	}
+	// A shard's resources are listed once when a starts, and once each
+	// time it takes the shard back; never for a shard it keeps.
+	for _, s := range testenv.ShardsActingNamed(a.reg) {
+		if got, want := a.lists(s), 1+taken[s]; got != want {
+			t.Errorf("a listed the CopyRules of shard %s %d times, want %d: once at start and once each of the %d times it took the shard back", s, got, want, taken[s])
+		}
 	}
 
 	after := quietGoroutines(t, base)
 	heapAfter, liveAfter := heapInUse(), a.live()
-	t.Logf("after %d share rebuilds: %d goroutines (%d controller workers, %d informers), %d MiB of heap in use, %d of a's clients live",
+	t.Logf("after %d share changes: %d goroutines (%d controller workers, %d informers), %d MiB of heap in use, %d of a's clients live",
 		2*cycles, total(after), count(after, worker), count(after, informer), heapAfter>>20, liveAfter)
 	if liveAfter > liveBase {
-		t.Errorf("%d of the clients replica a made are live, %d before the cycles: an old share is still reachable", liveAfter, liveBase)
+		t.Errorf("%d of the clients replica a made are live, %d before the cycles: an old manager is still reachable", liveAfter, liveBase)
 	}
 	for i, b := range gone {
 		if n := b.live(); n > 0 {
@@ -214,7 +229,15 @@ type replica struct {
 
 	mu     sync.Mutex
 	made   []weak.Pointer[tracker]
+	listed map[string]int // lists of CopyRules, by label selector
 	builds atomic.Int64
+}
+
+// lists is how many times the replica listed the CopyRules of shard s.
+func (r *replica) lists(s string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.listed[shard.Label+" in ("+s+")"]
 }
 
 type tracker struct {
@@ -228,6 +251,12 @@ func (tr *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/copyrules") &&
 		strings.Contains(req.URL.Query().Get("labelSelector"), shard.Label+" in ") {
 		tr.r.builds.Add(1)
+		// A list, or a watch that starts with the list (WatchList).
+		if q := req.URL.Query(); q.Get("watch") != "true" || q.Get("sendInitialEvents") == "true" {
+			tr.r.mu.Lock()
+			tr.r.listed[req.URL.Query().Get("labelSelector")]++
+			tr.r.mu.Unlock()
+		}
 	}
 	return tr.next.RoundTrip(req)
 }
@@ -242,7 +271,7 @@ func (r *replica) wrap(next http.RoundTripper) http.RoundTripper {
 
 func startReplica(ctx context.Context, t *testing.T, id string) *replica {
 	t.Helper()
-	r := &replica{id: id, reg: prometheus.NewRegistry(), stopped: make(chan error, 1)}
+	r := &replica{id: id, reg: prometheus.NewRegistry(), stopped: make(chan error, 1), listed: map[string]int{}}
 	o := testenv.ProviderOptions(env.Config, time.Hour, 50)
 	o.Shards, o.Identity, o.SkipNameValidation = shards, id, true
 	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
@@ -259,15 +288,15 @@ func startReplica(ctx context.Context, t *testing.T, id string) *replica {
 // shareBuilds counts the reads of CopyRules by the replica's shares so far.
 func (r *replica) shareBuilds() int64 { return r.builds.Load() }
 
-// waitActing waits until the replica acts on n shards with a share built
-// after mark (shareBuilds): its cache read the CopyRules of its shards.
+// waitActing waits until the replica acts on n shards, and, unless mark is
+// negative, its cache read CopyRules after mark (shareBuilds).
 func (r *replica) waitActing(t *testing.T, n int, mark int64) {
 	t.Helper()
 	testenv.Eventually(t, wait, fmt.Sprintf("replica %s to act on %d shards", r.id, n), func(context.Context) (bool, error) {
 		if got := testenv.ShardsActing(r.reg); got != float64(n) {
 			return false, fmt.Errorf("acting on %v shards", got)
 		}
-		if r.shareBuilds() <= mark {
+		if mark >= 0 && r.shareBuilds() <= mark {
 			return false, fmt.Errorf("no share built since %d reads of CopyRules", mark)
 		}
 		return true, nil

@@ -1,0 +1,619 @@
+package shard
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
+	"github.com/crossplane/crossplane-runtime/v2/pkg/logging"
+)
+
+// A Part is a piece of a replica's share that its share caches hold apart,
+// added and dropped on its own: a shard, or the namespaces of the share's
+// ConfigRollouts that no held shard's ranges cover.
+type Part struct {
+	// Name is the shard's (Name), or another that names no shard.
+	Name string
+	// Select picks the part's objects by their shard label.
+	Select labels.Selector
+	// Filter is the shardSelector of the part's namespace-wide watches of
+	// objects without a shard label; empty watches them whole.
+	Filter string
+}
+
+// PartOf is the Part of shard i of place.
+func PartOf(place Placement, i int) (Part, error) {
+	sel, err := Share([]int{i})
+	if err != nil {
+		return Part{}, err
+	}
+	return Part{Name: Name(i), Select: sel, Filter: place.Filter([]int{i}, nil)}, nil
+}
+
+// Shares are the share caches of one replica: each holds the parts the
+// replica acts on, and Hold changes them all at once. A replica builds its
+// manager and controllers once; only the caches of the parts that come or go
+// change (TestJoinMovesOnlyWhatMoves).
+type Shares struct {
+	log logging.Logger
+
+	mu     sync.Mutex
+	parts  []Part
+	caches []*ShareCache
+}
+
+// NewShares returns shares that hold no part yet.
+func NewShares(log logging.Logger) *Shares {
+	if log == nil {
+		log = logging.NewNopLogger()
+	}
+	return &Shares{log: log}
+}
+
+// Hold has every share cache hold parts from now on. A part dropped is read
+// no more once Hold returns, and the handlers of its informers were told
+// that its objects are gone (as an informer that relists tells of objects
+// it no longer finds), so that what remembers them forgets them. A part
+// added is built and started in the background and read once it synced;
+// its handlers hear of its objects as they would of a new informer's.
+func (s *Shares) Hold(parts []Part) {
+	s.mu.Lock()
+	s.parts = slices.Clone(parts)
+	cs := slices.Clone(s.caches)
+	s.mu.Unlock()
+	for _, c := range cs {
+		c.hold(parts)
+	}
+}
+
+// New returns a share cache: objects route says are cut by shard are read
+// and watched in a cache per part, built by build; the others in base,
+// which may be nil when every object is routed. It is started as a
+// manager's cache is (Start).
+func (s *Shares) New(scheme *runtime.Scheme, base cache.Cache, route func(gvk schema.GroupVersionKind, metadata bool) bool, build func(Part) (cache.Cache, error)) *ShareCache {
+	c := &ShareCache{
+		log: s.log, scheme: scheme, base: base, route: route, build: build,
+		parts: map[string]*part{}, informers: map[informerKey]*shareInformer{},
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.caches = append(s.caches, c)
+	c.wanted = slices.Clone(s.parts)
+	return c
+}
+
+// A ShareCache is a cache.Cache whose objects that are cut by shard live in
+// one cache per part of the replica's share. A read looks in every part; an
+// informer's handler hears from every part, those added later included.
+type ShareCache struct {
+	log    logging.Logger
+	scheme *runtime.Scheme
+	base   cache.Cache
+	route  func(schema.GroupVersionKind, bool) bool
+	build  func(Part) (cache.Cache, error)
+
+	mu        sync.RWMutex
+	ctx       context.Context //nolint:containedctx // Start's: parts run until it ends.
+	wanted    []Part
+	parts     map[string]*part // by name, read once synced
+	adding    map[string]bool
+	informers map[informerKey]*shareInformer
+	indexes   []index
+}
+
+type informerKey struct {
+	gvk      schema.GroupVersionKind
+	metadata bool
+}
+
+type index struct {
+	obj     client.Object
+	field   string
+	extract client.IndexerFunc
+}
+
+type part struct {
+	Part
+	cache     cache.Cache
+	cancel    context.CancelFunc
+	done      chan struct{}
+	informers map[informerKey]cache.Informer
+}
+
+var _ cache.Cache = &ShareCache{}
+
+func (c *ShareCache) key(obj runtime.Object) (informerKey, error) {
+	gvk, err := apiutil.GVKForObject(obj, c.scheme)
+	if err != nil {
+		return informerKey{}, err
+	}
+	_, isList := obj.(client.ObjectList)
+	if isList {
+		gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	}
+	switch obj.(type) {
+	case *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
+		return informerKey{gvk: gvk, metadata: true}, nil
+	}
+	return informerKey{gvk: gvk}, nil
+}
+
+// routed is whether obj is cut by shard, and its key.
+func (c *ShareCache) routed(obj runtime.Object) (informerKey, bool, error) {
+	k, err := c.key(obj)
+	if err != nil {
+		return k, false, err
+	}
+	return k, c.base == nil || c.route(k.gvk, k.metadata), nil
+}
+
+func (c *ShareCache) live() []*part {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]*part, 0, len(c.parts))
+	for _, p := range c.parts {
+		out = append(out, p)
+	}
+	slices.SortFunc(out, func(a, b *part) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Get reads obj from the part that holds it.
+func (c *ShareCache) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	k, routed, err := c.routed(obj)
+	if err != nil {
+		return err
+	}
+	if !routed {
+		return c.base.Get(ctx, key, obj, opts...)
+	}
+	c.ensure(k, obj)
+	for _, p := range c.live() {
+		err := p.cache.Get(ctx, key, obj, opts...)
+		if !kerrors.IsNotFound(err) {
+			return err
+		}
+	}
+	return kerrors.NewNotFound(schema.GroupResource{Group: k.gvk.Group, Resource: strings.ToLower(k.gvk.Kind)}, key.Name)
+}
+
+// List lists from every part.
+func (c *ShareCache) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	k, routed, err := c.routed(list)
+	if err != nil {
+		return err
+	}
+	if !routed {
+		return c.base.List(ctx, list, opts...)
+	}
+	obj, err := objectOf(c.scheme, k)
+	if err != nil {
+		return err
+	}
+	c.ensure(k, obj)
+	var all []runtime.Object
+	for _, p := range c.live() {
+		l, ok := list.DeepCopyObject().(client.ObjectList)
+		if !ok {
+			return errors.New("cannot copy the list")
+		}
+		if err := p.cache.List(ctx, l, opts...); err != nil {
+			return err
+		}
+		items, err := meta.ExtractList(l)
+		if err != nil {
+			return errors.Wrap(err, "cannot read a part's list")
+		}
+		all = append(all, items...)
+	}
+	return errors.Wrap(meta.SetList(list, all), "cannot set the list of every part")
+}
+
+// objectOf is an empty object of k, for the informers of parts.
+func objectOf(s *runtime.Scheme, k informerKey) (client.Object, error) {
+	if k.metadata {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(k.gvk)
+		return m, nil
+	}
+	o, err := s.New(k.gvk)
+	if err != nil {
+		return nil, errors.Wrapf(err, "cannot make an object of %s", k.gvk)
+	}
+	co, ok := o.(client.Object)
+	if !ok {
+		return nil, errors.Errorf("%s is not an object", k.gvk)
+	}
+	return co, nil
+}
+
+// GetInformer returns the informer of obj's kind across every part.
+func (c *ShareCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	k, routed, err := c.routed(obj)
+	if err != nil {
+		return nil, err
+	}
+	if !routed {
+		return c.base.GetInformer(ctx, obj, opts...)
+	}
+	return c.informer(ctx, k, obj, opts)
+}
+
+// GetInformerForKind returns the informer of gvk across every part.
+func (c *ShareCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	if c.base != nil && !c.route(gvk, false) {
+		return c.base.GetInformerForKind(ctx, gvk, opts...)
+	}
+	k := informerKey{gvk: gvk}
+	o, err := objectOf(c.scheme, k)
+	if err != nil {
+		return nil, err
+	}
+	return c.informer(ctx, k, o, opts)
+}
+
+func (c *ShareCache) informer(ctx context.Context, k informerKey, obj client.Object, opts []cache.InformerGetOption) (cache.Informer, error) {
+	i := c.ensure(k, obj)
+	var o cache.InformerGetOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.BlockUntilSynced == nil || *o.BlockUntilSynced {
+		if !toolscache.WaitForCacheSync(ctx.Done(), i.HasSynced) {
+			return nil, errors.New("the informer of every part did not sync")
+		}
+	}
+	return i, nil
+}
+
+// ensure returns the informer of k, which every live part then runs.
+func (c *ShareCache) ensure(k informerKey, obj client.Object) *shareInformer {
+	c.mu.RLock()
+	i, ok := c.informers[k]
+	c.mu.RUnlock()
+	if ok {
+		return i
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if i, ok := c.informers[k]; ok {
+		return i
+	}
+	o, _ := obj.DeepCopyObject().(client.Object)
+	i = &shareInformer{c: c, key: k, obj: o, handlers: map[*registration]struct{}{}}
+	c.informers[k] = i
+	for _, p := range c.parts {
+		if err := p.inform(c.ctx, i, c.indexesOf(k)); err != nil {
+			c.log.Info("Cannot inform on a kind in a part of the share", "part", p.Name, "kind", k.gvk.String(), "error", err)
+		}
+	}
+	return i
+}
+
+func (c *ShareCache) indexesOf(k informerKey) []index {
+	var out []index
+	for _, x := range c.indexes {
+		if xk, err := c.key(x.obj); err == nil && xk == k {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// RemoveInformer stops the informer of obj's kind in every part.
+func (c *ShareCache) RemoveInformer(ctx context.Context, obj client.Object) error {
+	k, routed, err := c.routed(obj)
+	if err != nil {
+		return err
+	}
+	if !routed {
+		return c.base.RemoveInformer(ctx, obj)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.informers, k)
+	for _, p := range c.parts {
+		if err := p.cache.RemoveInformer(ctx, obj); err != nil {
+			return err
+		}
+		delete(p.informers, k)
+	}
+	return nil
+}
+
+// IndexField indexes obj's kind in every part, those added later included.
+func (c *ShareCache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	k, routed, err := c.routed(obj)
+	if err != nil {
+		return err
+	}
+	if !routed {
+		return c.base.IndexField(ctx, obj, field, extract)
+	}
+	c.ensure(k, obj)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	x := index{obj: obj, field: field, extract: extract}
+	c.indexes = append(c.indexes, x)
+	for _, p := range c.parts {
+		if err := p.cache.IndexField(ctx, obj, field, extract); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Start runs base and the parts held until ctx ends.
+func (c *ShareCache) Start(ctx context.Context) error {
+	c.mu.Lock()
+	c.ctx = ctx
+	wanted := c.wanted
+	c.mu.Unlock()
+	c.hold(wanted)
+	var err error
+	if c.base != nil {
+		err = c.base.Start(ctx)
+	} else {
+		<-ctx.Done()
+	}
+	c.mu.Lock()
+	parts := c.parts
+	c.parts = map[string]*part{}
+	c.mu.Unlock()
+	for _, p := range parts {
+		p.cancel()
+		<-p.done
+	}
+	return err
+}
+
+// WaitForCacheSync waits for base and every part read now.
+func (c *ShareCache) WaitForCacheSync(ctx context.Context) bool {
+	if c.base != nil && !c.base.WaitForCacheSync(ctx) {
+		return false
+	}
+	for _, p := range c.live() {
+		if !p.cache.WaitForCacheSync(ctx) {
+			return false
+		}
+	}
+	return true
+}
+
+// hold adds the parts wanted that it lacks, in the background, and drops
+// those no longer wanted; before Start it only notes them.
+func (c *ShareCache) hold(wanted []Part) {
+	c.mu.Lock()
+	c.wanted = slices.Clone(wanted)
+	if c.ctx == nil {
+		c.mu.Unlock()
+		return
+	}
+	if c.adding == nil {
+		c.adding = map[string]bool{}
+	}
+	var drop []*part
+	for name, p := range c.parts {
+		if !slices.ContainsFunc(wanted, func(w Part) bool { return w.Name == name }) {
+			drop = append(drop, p)
+			delete(c.parts, name)
+		}
+	}
+	for _, w := range wanted {
+		if _, ok := c.parts[w.Name]; !ok && !c.adding[w.Name] {
+			c.adding[w.Name] = true
+			go c.add(c.ctx, w)
+		}
+	}
+	c.mu.Unlock()
+	for _, p := range drop {
+		c.drop(p)
+	}
+}
+
+// addRetry spaces the tries of a part that could not be built or synced.
+const addRetry = 5 * time.Second
+
+// add builds part w, starts it and, once synced, reads it, unless it is no
+// longer wanted by then; it tries again until ctx ends.
+func (c *ShareCache) add(ctx context.Context, w Part) {
+	defer func() {
+		c.mu.Lock()
+		delete(c.adding, w.Name)
+		c.mu.Unlock()
+	}()
+	for ctx.Err() == nil {
+		err := c.try(ctx, w)
+		if err == nil {
+			return
+		}
+		c.log.Info("Cannot hold a part of the replica's share; trying again", "part", w.Name, "error", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(addRetry):
+		}
+	}
+}
+
+func (c *ShareCache) stillWanted(w Part) bool {
+	return slices.ContainsFunc(c.wanted, func(p Part) bool { return p.Name == w.Name })
+}
+
+func (c *ShareCache) try(ctx context.Context, w Part) error {
+	sub, err := c.build(w)
+	if err != nil {
+		return err
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	p := &part{Part: w, cache: sub, cancel: cancel, done: make(chan struct{}), informers: map[informerKey]cache.Informer{}}
+	go func() {
+		defer close(p.done)
+		if err := sub.Start(pctx); err != nil {
+			c.log.Info("A part of the replica's share stopped", "part", w.Name, "error", err)
+		}
+	}()
+	for {
+		// Every kind asked for so far, indexed, then synced, before the
+		// part is read; kinds asked for meanwhile are added in turn.
+		c.mu.RLock()
+		var missing []*shareInformer
+		for k, i := range c.informers {
+			if _, ok := p.informers[k]; !ok {
+				missing = append(missing, i)
+			}
+		}
+		c.mu.RUnlock()
+		if len(missing) > 0 {
+			for _, i := range missing {
+				c.mu.RLock()
+				idx := c.indexesOf(i.key)
+				c.mu.RUnlock()
+				if err := p.informOnly(pctx, i, idx); err != nil {
+					cancel()
+					<-p.done
+					return err
+				}
+			}
+			if !sub.WaitForCacheSync(pctx) {
+				cancel()
+				<-p.done
+				return errors.New("the part did not sync")
+			}
+			continue
+		}
+		c.mu.Lock()
+		if c.lacks(p) {
+			c.mu.Unlock()
+			continue
+		}
+		if !c.stillWanted(w) || ctx.Err() != nil {
+			c.mu.Unlock()
+			cancel()
+			<-p.done
+			return nil //nolint:nilerr // Dropped or stopped meanwhile: nothing to hold.
+		}
+		for _, i := range c.informers {
+			for r := range i.handlers {
+				if err := r.on(p, p.informers[i.key]); err != nil {
+					c.log.Info("Cannot tell a handler of a part of the replica's share", "part", w.Name, "error", err)
+				}
+			}
+		}
+		c.parts[w.Name] = p
+		c.mu.Unlock()
+		return nil
+	}
+}
+
+// lacks is whether p lacks an informer asked for; c.mu is held.
+func (c *ShareCache) lacks(p *part) bool {
+	for k := range c.informers {
+		if _, ok := p.informers[k]; !ok {
+			return true
+		}
+	}
+	return false
+}
+
+// drop stops reading p and tells its handlers that its objects are gone.
+func (c *ShareCache) drop(p *part) {
+	c.mu.Lock()
+	type told struct {
+		reg *registration
+		inf cache.Informer
+		key informerKey
+	}
+	var handlers []told
+	for k, i := range c.informers {
+		for r := range i.handlers {
+			handlers = append(handlers, told{reg: r, inf: p.informers[k], key: k})
+		}
+	}
+	c.mu.Unlock()
+	ctx := context.Background()
+	for _, h := range handlers {
+		if h.inf == nil {
+			continue
+		}
+		h.reg.off(p, h.inf)
+		l, err := listOf(c.scheme, h.key)
+		if err != nil {
+			continue
+		}
+		if err := p.cache.List(ctx, l); err != nil {
+			continue
+		}
+		items, _ := meta.ExtractList(l)
+		for _, o := range items {
+			key, _ := toolscache.MetaNamespaceKeyFunc(o)
+			h.reg.handler.OnDelete(toolscache.DeletedFinalStateUnknown{Key: key, Obj: o})
+		}
+	}
+	p.cancel()
+	<-p.done
+}
+
+// listOf is an empty list of k.
+func listOf(s *runtime.Scheme, k informerKey) (client.ObjectList, error) {
+	gvk := k.gvk
+	gvk.Kind += "List"
+	if k.metadata {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(gvk)
+		return l, nil
+	}
+	o, err := s.New(gvk)
+	if err != nil {
+		return nil, err
+	}
+	l, ok := o.(client.ObjectList)
+	if !ok {
+		return nil, errors.Errorf("%s is not a list", gvk)
+	}
+	return l, nil
+}
+
+// inform has p run informer i, with its indexes and handlers.
+func (p *part) inform(ctx context.Context, i *shareInformer, idx []index) error {
+	if err := p.informOnly(ctx, i, idx); err != nil {
+		return err
+	}
+	for r := range i.handlers {
+		if err := r.on(p, p.informers[i.key]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// informOnly has p run informer i with its indexes, and no handler yet.
+func (p *part) informOnly(ctx context.Context, i *shareInformer, idx []index) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	inf, err := p.cache.GetInformer(ctx, i.obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return err
+	}
+	for _, x := range idx {
+		if err := p.cache.IndexField(ctx, x.obj, x.field, x.extract); err != nil {
+			return err
+		}
+	}
+	p.informers[i.key] = inf
+	return nil
+}
