@@ -42,7 +42,7 @@ type Reporter struct {
 // NewReporter returns a Reporter whose counter is registered with reg, or
 // is the one already registered there: a test process builds several
 // providers into one registry, and a sharded replica builds its share's
-// controllers again.
+// controllers again if they fail.
 func NewReporter(reg prometheus.Registerer) (*Reporter, error) {
 	c, err := apimetrics.Existing(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "clusterops_drift_repaired_total",

@@ -121,7 +121,8 @@ type Options struct {
 
 	// SkipNameValidation lets controllers share names with those of another
 	// provider in the same process: tests build several, and a sharded
-	// replica builds its share's controllers again when its share changes.
+	// replica builds its leading part again when it loses the lead, and its
+	// share's controllers again if they fail.
 	SkipNameValidation bool
 
 	// Shards, when positive, cuts the fleet of managed resources into this

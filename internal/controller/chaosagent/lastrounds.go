@@ -14,7 +14,7 @@ import (
 // run a second one at once (and its status write then conflicts and is lost:
 // docs/architecture.md, "Write order"). Recalling the last round's
 // status in Observe prevents both within this process. It is lost on
-// a restart and rebuilt with each share: what keeps another holder from
+// a restart and is not another holder's: what keeps another holder from
 // running a round again is the round's record in status, written before it
 // acts (round.go).
 type lastRounds struct {

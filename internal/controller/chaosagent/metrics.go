@@ -34,7 +34,8 @@ type metrics struct {
 
 // newMetrics registers the ChaosAgent metrics with reg, or takes those
 // already registered there: a test process builds several providers into one
-// registry, and a sharded replica builds its share's controllers again.
+// registry, and a sharded replica builds its share's controllers again if
+// they fail.
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{}
 	var err error

@@ -84,8 +84,8 @@ func (m *rolloutMetrics) forgetLocked(rollout types.NamespacedName) {
 	m.inFlight.DeleteLabelValues(rollout.Namespace, rollout.Name)
 }
 
-// forgetAll removes every rollout's series: the controller stopped (a sharded
-// replica's share is built again), and its rollouts are another share's.
+// forgetAll removes every rollout's series: the controller stopped, and its
+// rollouts are another controller's, here or on another replica.
 func (m *rolloutMetrics) forgetAll() {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -22,8 +22,8 @@ import (
 // reconciler's status update at the end of the reconcile goes out at the
 // version that update answered with, so the two do not conflict, and
 // clears the wave (Update sets it to nil once it has written every
-// workload). A wave still recorded was cut short, by a SIGKILL, a share
-// rebuild or a hand-over: the next reconcile rolls what it holds that does
+// workload). A wave still recorded was cut short, by a SIGKILL, a restart
+// or a hand-over: the next reconcile rolls what it holds that does
 // not carry its hash yet (resumed), counts the rest as rolled when the wave
 // was recorded (waveAt), and records nothing again (recorded). A wave of
 // another hash than the current one is over (keepWave). TestIntendRecordsAWaveBeforeRollingIt,

@@ -175,9 +175,9 @@ func (b *outOfSyncRules) set(rule types.NamespacedName, since *metav1.Time, afte
 	b.setOldest()
 }
 
-// forgetAll forgets every rule, with its series: the controller stopped
-// (a sharded replica's share is built again), and the rules it held are
-// another share's, here or on another replica.
+// forgetAll forgets every rule, with its series: the controller stopped,
+// and the rules it held are another controller's, here or on another
+// replica.
 func (b *outOfSyncRules) forgetAll() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
