@@ -107,17 +107,31 @@ if [[ -z "${FLEET_REPORT_ONLY:-}" ]]; then
     done
   done
   # The sharded tier (make bench-sharded): FLEET_SHARDED's kinds at the largest size, spread,
-  # shared by 1, 2 and 4 replicas, and by 4 with one SIGKILLed mid-converge; results in
+  # shared by 1, 2 and 4 replicas, by 4 with one SIGKILLed mid-converge, and a replica joining
+  # and leaving once converged; results in
   # bench/results/fleet/sharded/.
   n=$(echo "$sizes" | tr ' ' '\n' | sort -n | tail -1)
-  # FLEET_SHARDED_REPLICAS narrows the replica counts ("kill" is 4 with one killed).
+  # FLEET_SHARDED_REPLICAS narrows the replica counts ("kill" is 4 with one killed; "join" is
+  # 3 converged and idle, then a fourth joins; "leave" is 4, then the last one stops).
   for kind in ${FLEET_SHARDED:-}; do
-    for r in ${FLEET_SHARDED_REPLICAS:-1 2 4 kill}; do
-      if [[ "$r" == kill ]]; then
+    for r in ${FLEET_SHARDED_REPLICAS:-1 2 4 kill join leave}; do
+      case "$r" in
+      kill)
         scenario BenchmarkShardedFleet "$kind $n shared by 4, one killed" FLEET_KIND="$kind" FLEET_N="$n" FLEET_REPLICAS=4 FLEET_KILL=1
         ran+=("$kind $n shared by 4, one killed")
         continue
-      fi
+        ;;
+      join)
+        scenario BenchmarkShardedFleet "$kind $n shared by 3, a fourth joins" FLEET_KIND="$kind" FLEET_N="$n" FLEET_REPLICAS=3 FLEET_CHANGE=join
+        ran+=("$kind $n shared by 3, a fourth joins")
+        continue
+        ;;
+      leave)
+        scenario BenchmarkShardedFleet "$kind $n shared by 4, one leaves" FLEET_KIND="$kind" FLEET_N="$n" FLEET_REPLICAS=4 FLEET_CHANGE=leave
+        ran+=("$kind $n shared by 4, one leaves")
+        continue
+        ;;
+      esac
       scenario BenchmarkShardedFleet "$kind $n shared by $r" FLEET_KIND="$kind" FLEET_N="$n" FLEET_REPLICAS="$r"
       ran+=("$kind $n shared by $r")
     done

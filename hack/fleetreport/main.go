@@ -134,13 +134,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fleetreport:", err)
 		os.Exit(1)
 	}
+	sharded, changes := apart(sharded)
 	if *sizing != "" {
 		if err := writeSizing(*sizing, sharded); err != nil {
 			fmt.Fprintln(os.Stderr, "fleetreport:", err)
 			os.Exit(1)
 		}
 	}
-	text := report(rs, strings.TrimSpace(string(took)), fanout, filepath.Base(*svg), why) + shardedReport(sharded, why)
+	text := report(rs, strings.TrimSpace(string(took)), fanout, filepath.Base(*svg), why) + shardedReport(sharded, why) + changeReport(changes, why)
 	if f, err := os.ReadFile(*findings); err == nil {
 		text += "\n" + string(f)
 	}

@@ -21,7 +21,62 @@ type shardedResult struct {
 	LeaseSeconds, KillSeconds float64
 	TakeoverSeconds           float64
 	StoppedReady              int
+	Change                    *changeResult
 	Commit                    string
+}
+
+// changeResult is what a replica joining or leaving a converged fleet cost.
+type changeResult struct {
+	Change                      string
+	Seconds                     float64
+	MovedShards, MovedResources int
+	Reconciles, Writes          float64
+	ReconcilesPerMoved          float64
+}
+
+// changeSlack bounds the reconciles a change of the replicas causes: at
+// most this many per resource of the shards that moved.
+const changeSlack = 1.1
+
+// apart splits the results of fleets shared throughout from those of a
+// change of the replicas once converged.
+func apart(rs []shardedResult) (shared, changes []shardedResult) {
+	for _, r := range rs {
+		if r.Change != nil {
+			changes = append(changes, r)
+		} else {
+			shared = append(shared, r)
+		}
+	}
+	return shared, changes
+}
+
+// changeReport is the table of the changes of the replicas: the shards and
+// resources that moved, and the reconciles and writes every replica made
+// from the change until idle again.
+func changeReport(rs []shardedResult, why map[string]string) string {
+	if len(rs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("\n### A replica joins or leaves\n\n")
+	fmt.Fprintf(&b, "The fleet converged and idle on its replicas, then a replica joins (3 become 4) or the last leaves (4 become 3). Counted from the change until every shard is acted on again and the replicas are idle: every replica's reconciles and its writes of anything but Leases and events. Target: at most %.1f reconciles per resource of the shards that moved.\n\n", changeSlack)
+	b.WriteString("| kind | N | change | shards moved | resources moved | reconciles (per moved, target) | writes | settled s |\n|---|---|---|---|---|---|---|---|\n")
+	miss := map[string]bool{}
+	for _, r := range rs {
+		c := r.Change
+		per := fmt.Sprintf("%.0f (%.2f, ≤ %.1f%s)", c.Reconciles, c.ReconcilesPerMoved, changeSlack, note(miss, "sharded-change", c.ReconcilesPerMoved > changeSlack))
+		fmt.Fprintf(&b, "| %s | %d | %s | %d | %d | %s | %.0f | %.1f |\n", r.Kind, r.N, c.Change, c.MovedShards, c.MovedResources, per, c.Writes, c.Seconds)
+	}
+	commits := make([]string, 0, len(rs))
+	for _, r := range rs {
+		commits = append(commits, r.Commit)
+	}
+	b.WriteString(uncommittedNote(commits))
+	if miss["sharded-change"] && why["sharded-change"] != "" {
+		fmt.Fprintf(&b, "\nWhy the target marked missed is (bench/results/fleet/why.txt): %s\n", why["sharded-change"])
+	}
+	return b.String()
 }
 
 type replicaResult struct {

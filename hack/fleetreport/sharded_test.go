@@ -52,3 +52,24 @@ func TestShardedReport(t *testing.T) {
 		t.Error("a report without sharded results has a section")
 	}
 }
+
+// TestChangeReportJudgesReconcilesPerMoved: a change of the replicas is
+// kept apart from the shares' table and judged by its reconciles per
+// resource moved.
+func TestChangeReportJudgesReconcilesPerMoved(t *testing.T) {
+	rs := []shardedResult{
+		{Kind: "copyrule", N: 10000, Replicas: 4},
+		{Kind: "copyrule", N: 10000, Replicas: 3, Change: &changeResult{Change: "join", MovedShards: 3, MovedResources: 2500, Reconciles: 2600, ReconcilesPerMoved: 1.04}},
+		{Kind: "copyrule", N: 10000, Replicas: 4, Change: &changeResult{Change: "leave", MovedShards: 3, MovedResources: 2500, Reconciles: 5000, ReconcilesPerMoved: 2}},
+	}
+	shared, changes := apart(rs)
+	if len(shared) != 1 || len(changes) != 2 {
+		t.Fatalf("apart: %d shared, %d changes; want 1 and 2", len(shared), len(changes))
+	}
+	got := changeReport(changes, map[string]string{"sharded-change": "because"})
+	for _, want := range []string{"| copyrule | 10000 | join | 3 | 2500 | 2600 (1.04, ≤ 1.1) |", "| copyrule | 10000 | leave | 3 | 2500 | 5000 (2.00, ≤ 1.1, **missed**) |", "because"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("changeReport lacks %q:\n%s", want, got)
+		}
+	}
+}

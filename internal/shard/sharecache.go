@@ -80,6 +80,14 @@ func (s *Shares) Hold(parts []Part) {
 	}
 }
 
+// Holds is whether the share caches hold the part named name now: a
+// shard's (Name) from the Hold that added it until the one that dropped it.
+func (s *Shares) Holds(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.ContainsFunc(s.parts, func(p Part) bool { return p.Name == name })
+}
+
 // New returns a share cache: objects route says are cut by shard are read
 // and watched in a cache per part, built by build; the others in base,
 // which may be nil when every object is routed. It is started as a

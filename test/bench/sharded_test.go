@@ -10,11 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -50,8 +52,31 @@ type shardedResult struct {
 	// StoppedReady, with FLEET_DEADLINE, is how many were Ready when the
 	// deadline stopped a fleet this machine could not converge in time;
 	// Seconds is then the deadline.
-	StoppedReady int    `json:",omitempty"`
-	Commit       string `json:",omitempty"`
+	StoppedReady int `json:",omitempty"`
+	// Change, with FLEET_CHANGE, is what a replica joining or leaving cost
+	// once the fleet was converged and idle.
+	Change *changeResult `json:",omitempty"`
+	Commit string        `json:",omitempty"`
+}
+
+// changeResult is what a change of the replicas (FLEET_CHANGE: join, one
+// more replica; leave, the last one stops) cost the fleet, converged and
+// idle before it: the shards whose holder changed and the resources they
+// hold, and what every replica reconciled and wrote from the change until
+// all shards were acted on and the replicas idle again. The leaving
+// replica's own figures go with it.
+type changeResult struct {
+	Change         string
+	Seconds        float64
+	MovedShards    int
+	MovedResources int
+	Reconciles     float64
+	// Writes are the replicas' creates, updates, patches and deletes of
+	// anything but Leases and events.
+	Writes float64
+	// ReconcilesPerMoved is Reconciles over MovedResources: the target is
+	// at most 1.1.
+	ReconcilesPerMoved float64
 }
 
 // replicaResult is one replica's figures, once the fleet is converged and
@@ -217,6 +242,11 @@ func BenchmarkShardedFleet(b *testing.B) {
 		x.Shards = int(held)
 	}
 	r.APIServerWatchersDelta = watchers() - watchersBefore
+	if how := os.Getenv("FLEET_CHANGE"); how != "" && r.StoppedReady == 0 {
+		var joined *providerProcess
+		r.Change, joined = changeReplicas(ctx, b, how, live, shards, k)
+		defer joined.stop()
+	}
 	r.Replica = append(r.Replica, rs...)
 	r.Commit = os.Getenv("BENCH_COMMIT")
 	b.ReportMetric(r.Seconds, "s-converge")
@@ -231,16 +261,21 @@ func BenchmarkShardedFleet(b *testing.B) {
 	}
 }
 
-// startReplicas starts replicas providers sharing shards and waits until
-// every shard is acted on by one of them.
-func startReplicas(ctx context.Context, b *testing.B, replicas, shards int) []replicaResult {
-	b.Helper()
-	args := []string{
+// shardedArgs are the flags of a replica sharing shards.
+func shardedArgs(shards int) []string {
+	return []string{
 		fmt.Sprintf("--shards=%d", shards),
 		"--leader-election-lease-duration=" + shardedLease.String(),
 		"--leader-election-renew-deadline=" + (shardedLease * 3 / 4).String(),
 		"--leader-election-retry-period=1s",
 	}
+}
+
+// startReplicas starts replicas providers sharing shards and waits until
+// every shard is acted on by one of them.
+func startReplicas(ctx context.Context, b *testing.B, replicas, shards int) []replicaResult {
+	b.Helper()
+	args := shardedArgs(shards)
 	// The replicas' Leases live in the provider's namespace, which a
 	// disposable control plane does not have: a single provider without
 	// leader election never needed it.
@@ -328,5 +363,133 @@ func writeShardedResult(r shardedResult, kill bool) error {
 	if kill {
 		name += "-kill"
 	}
+	if r.Change != nil {
+		name += "-" + r.Change.Change
+	}
 	return os.WriteFile(filepath.Join(dir, name+".json"), out, 0o644)
+}
+
+// changeReplicas has a replica join (how "join") or the last of rs leave
+// ("leave"), waits until every shard is acted on again and the replicas are
+// idle, and says what it cost; it returns the replica that joined.
+func changeReplicas(ctx context.Context, b *testing.B, how string, rs []*replicaResult, shards int, k fleetKind) (*changeResult, *providerProcess) {
+	b.Helper()
+	type cost struct{ reconciles, writes float64 }
+	costOf := func(p *providerProcess) cost {
+		m, err := scrapeOf(p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		w := 0.0
+		for vr, v := range m.requests {
+			verb, res, _ := strings.Cut(vr, " ")
+			switch verb {
+			case "create", "update", "patch", "delete", "deletecollection":
+				if res != "leases" && res != "events" {
+					w += v
+				}
+			}
+		}
+		return cost{m.reconciles, w}
+	}
+	holders := func(ps []*providerProcess) map[int]int {
+		out := map[int]int{}
+		for j, p := range ps {
+			m, err := p.providerMetrics()
+			if err != nil {
+				return nil
+			}
+			for i := range shards {
+				if m.sum("clusterops_shard_acting", map[string]string{"shard": strconv.Itoa(i)}) == 1 {
+					out[i] = j
+				}
+			}
+		}
+		return out
+	}
+	var ps []*providerProcess
+	for _, x := range rs {
+		ps = append(ps, x.p)
+	}
+	before := holders(ps)
+	costs := make([]cost, len(ps))
+	for i, p := range ps {
+		costs[i] = costOf(p)
+	}
+	out := &changeResult{Change: how}
+	start := time.Now()
+	var joined *providerProcess
+	switch how {
+	case "join":
+		p, err := startReplica(ctx, fmt.Sprintf("r%d", len(ps)), prov.bin, prov.kubeconfig, prov.rate, shardedArgs(shards)...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		joined, ps, costs = p, append(ps, p), append(costs, cost{})
+	case "leave":
+		last := len(ps) - 1
+		ps[last].stop()
+		ps, costs = ps[:last], costs[:last]
+	default:
+		b.Fatalf("FLEET_CHANGE %q is neither join nor leave", how)
+	}
+	// Settled once every shard is acted on by one replica, the joiner
+	// holding its share.
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(context.Context) (bool, error) {
+		h := holders(ps)
+		if len(h) != shards {
+			return false, nil
+		}
+		if how == "join" {
+			n := 0
+			for _, j := range h {
+				if j == len(ps)-1 {
+					n++
+				}
+			}
+			return n >= shards/len(ps), nil
+		}
+		return true, nil
+	})
+	if err != nil {
+		b.Fatalf("the shards were not acted on again after the %s: %v", how, err)
+	}
+	var live []*replicaResult
+	for _, p := range ps {
+		live = append(live, &replicaResult{p: p})
+	}
+	idle(ctx, b, live, 0)
+	out.Seconds = time.Since(start).Seconds()
+	after := holders(ps)
+	moved := map[string]bool{}
+	for i := range shards {
+		if j, ok := before[i]; !ok || after[i] != j || (how == "leave" && j >= len(ps)) {
+			moved[strconv.Itoa(i)] = true
+		}
+	}
+	out.MovedShards = len(moved)
+	l := k.list()
+	if err := env.Client.List(ctx, l); err != nil {
+		b.Fatal(err)
+	}
+	items, err := apimeta.ExtractList(l)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, o := range items {
+		if a, err := apimeta.Accessor(o); err == nil && moved[a.GetLabels()["crossplane.io/shard"]] {
+			out.MovedResources++
+		}
+	}
+	for i, p := range ps {
+		c := costOf(p)
+		out.Reconciles += c.reconciles - costs[i].reconciles
+		out.Writes += c.writes - costs[i].writes
+	}
+	if out.MovedResources > 0 {
+		out.ReconcilesPerMoved = out.Reconciles / float64(out.MovedResources)
+	}
+	b.Logf("%s: %d shards moved with %d resources; %.0f reconciles (%.2f per moved), %.0f writes, %.1f s",
+		how, out.MovedShards, out.MovedResources, out.Reconciles, out.ReconcilesPerMoved, out.Writes, out.Seconds)
+	return out, joined
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -206,13 +207,14 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		WithOptions(flow.WithQueue(o.ForControllerRuntime(), mgr.GetLogger())).
 		// The filter applies to the managed resource only: events of the
 		// watched objects (a pod's status, say) must get through.
-		For(client.Object(k.Object), builder.WithPredicates(desiredStateChanged())).
+		For(client.Object(k.Object), builder.WithPredicates(desiredStateChanged(), stillHeld(o.Shares))).
 		// An edit of an existing managed resource's spec is a change someone
 		// waits for: it ranks with the changes of what the resource made or
 		// references, above a backlog of new resources. The priority queue
 		// keeps the higher of the two ranks the request gets.
 		Watches(client.Object(k.Object), o.Flow.Handler(&handler.EnqueueRequestForObject{}), builder.WithPredicates(
 			predicate.GenerationChangedPredicate{},
+			stillHeld(o.Shares),
 			predicate.Funcs{
 				CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
 				GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
@@ -244,7 +246,13 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		k.WatchSet.CountPeers(peers)
 	}
 	if k.WatchSet != nil || k.Forget != nil {
-		rr = &forgetGone{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, watches: k.WatchSet, forget: k.Forget}
+		fg := &forgetGone{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, watches: k.WatchSet, forget: k.Forget}
+		rr = fg
+		if o.Sharded() {
+			if err := forgetLeft(mgr, k.Object, o.Shares, fg); err != nil {
+				return errors.Wrapf(err, "cannot forget the %s that leave the share", gk)
+			}
+		}
 	}
 	return errors.Wrapf(b.Complete(o.Flow.Reconciler(name, rr, lightIn(mgr.GetClient(), k.Object))), "cannot set up %s controller", gk)
 }
@@ -339,14 +347,42 @@ func (f *forgetGone) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	res, err := f.Reconciler.Reconcile(ctx, req)
 	o, _ := f.object.DeepCopyObject().(client.Object)
 	if gerr := f.kube.Get(ctx, req.NamespacedName, o); kerrors.IsNotFound(gerr) {
-		if f.watches != nil {
-			f.watches.Forget(req.NamespacedName)
-		}
-		if f.forget != nil {
-			f.forget(req.NamespacedName)
-		}
+		f.forgetName(req.NamespacedName)
 	}
 	return res, err
+}
+
+// stillHeld drops the deletion of a managed resource whose shard the
+// replica no longer holds, on a sharded replica: the cache of a shard it
+// gave up tells that its resources are gone, and so does a resource's
+// label moved to a shard it does not hold. Nothing is left to reconcile of
+// those; what is remembered of them is forgotten at once (forgetLeft).
+func stillHeld(shares *shard.Shares) predicate.Predicate {
+	return predicate.Funcs{DeleteFunc: func(e ctrlevent.DeleteEvent) bool {
+		return shares == nil || shares.Holds(e.Object.GetLabels()[shard.Label])
+	}}
+}
+
+// forgetLeft forgets, as they leave the replica's share, the managed
+// resources of object's kind that stillHeld keeps from the queue. A
+// reconcile of one under way as it leaves forgets it again as it ends
+// (forgetGone), as the resource is gone from the cache by then.
+func forgetLeft(mgr ctrl.Manager, object client.Object, shares *shard.Shares, f *forgetGone) error {
+	inf, err := mgr.GetCache().GetInformer(context.Background(), object)
+	if err != nil {
+		return err
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{DeleteFunc: func(obj any) {
+		if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		o, ok := obj.(client.Object)
+		if !ok || shares.Holds(o.GetLabels()[shard.Label]) {
+			return
+		}
+		f.forgetName(types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()})
+	}})
+	return err
 }
 
 // shareOnly reconciles, on a sharded replica, only the managed resources of
@@ -422,5 +458,16 @@ func PollUntil[T resource.Managed](now func() time.Time, due func(mg T, now time
 			return poll
 		}
 		return max(min(t.Sub(now()), poll), 10*time.Millisecond)
+	}
+}
+
+// forgetName stops the watches of the managed resource nn and forgets what
+// the kind remembers of it.
+func (f *forgetGone) forgetName(nn types.NamespacedName) {
+	if f.watches != nil {
+		f.watches.Forget(nn)
+	}
+	if f.forget != nil {
+		f.forget(nn)
 	}
 }

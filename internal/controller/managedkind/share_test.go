@@ -9,6 +9,7 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	ctrlevent "sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/clusterops/provider-clusterops/apis"
@@ -63,5 +64,36 @@ func TestShareOnlyFencesWrites(t *testing.T) {
 	// Without a fence (an unsharded test of shareOnly), the writes are not bound.
 	if _, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "a", Name: "mine"}}); err != nil || !reconciled || checked != nil {
 		t.Errorf("Reconcile without a fence: reconciled %t, check %v, %v; want reconciled, writes unchecked", reconciled, checked, err)
+	}
+}
+
+// TestStillHeldDropsDeletionsOfShardsGivenUp: the deletion of a resource of
+// a shard the replica holds is reconciled; one of a shard it gave up (its
+// cache dropped) or moved away from is not; without sharding every one is.
+func TestStillHeldDropsDeletionsOfShardsGivenUp(t *testing.T) {
+	shares := shard.NewShares(nil)
+	held, err := shard.PartOf(shard.Placement{Shards: 4}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shares.Hold([]shard.Part{held})
+	in := func(s string) *v1alpha1.ImmortalContainer {
+		return &v1alpha1.ImmortalContainer{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "x", Labels: map[string]string{shard.Label: s}}}
+	}
+	cases := map[string]struct {
+		shares *shard.Shares
+		shard  string
+		want   bool
+	}{
+		"Held":      {shares: shares, shard: "1", want: true},
+		"GivenUp":   {shares: shares, shard: "2"},
+		"Unsharded": {shard: "2", want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := stillHeld(tc.shares).Delete(ctrlevent.DeleteEvent{Object: in(tc.shard)}); got != tc.want {
+				t.Errorf("stillHeld passes the deletion of a resource of shard %s: %t, want %t", tc.shard, got, tc.want)
+			}
+		})
 	}
 }

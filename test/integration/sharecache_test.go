@@ -1,0 +1,157 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/clusterops/provider-clusterops/internal/shard"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
+)
+
+// heard records the names a handler heard added and deleted.
+type heard struct {
+	mu             sync.Mutex
+	added, deleted []string
+}
+
+func (h *heard) OnAdd(o any, _ bool) { h.note(&h.added, o) }
+
+func (h *heard) OnUpdate(_, _ any) {}
+
+func (h *heard) OnDelete(o any) {
+	if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = d.Obj
+	}
+	h.note(&h.deleted, o)
+}
+
+func (h *heard) note(to *[]string, o any) {
+	if cm, ok := o.(*corev1.ConfigMap); ok {
+		h.mu.Lock()
+		*to = append(*to, cm.Name)
+		h.mu.Unlock()
+	}
+}
+
+func (h *heard) has(added, deleted string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return (added == "" || slices.Contains(h.added, added)) && (deleted == "" || slices.Contains(h.deleted, deleted))
+}
+
+// TestShareCacheFollowsItsParts: a share cache reads, lists and indexes the
+// objects of the shards it holds, each in a cache of its own on the real
+// API server. A shard added later is read once it synced and its handlers
+// hear of its objects; a shard dropped is read no more, its handlers hear
+// that its objects are gone, and the shard it keeps is never listed again.
+func TestShareCacheFollowsItsParts(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := "share-cache"
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%d", i), Labels: map[string]string{shard.Label: shard.Name(i)}},
+			Data:       map[string]string{"team": "blue"},
+		}
+		if err := env.Client.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	part := func(i int) shard.Part {
+		p, err := shard.PartOf(shard.Placement{Shards: 3}, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var mu sync.Mutex
+	built := map[string]int{}
+	shares := shard.NewShares(nil)
+	shares.Hold([]shard.Part{part(0), part(1)})
+	c := shares.New(clientgoscheme.Scheme, nil, nil, func(p shard.Part) (cache.Cache, error) {
+		mu.Lock()
+		built[p.Name]++
+		mu.Unlock()
+		return cache.New(env.Config, cache.Options{Scheme: clientgoscheme.Scheme, DefaultLabelSelector: p.Select, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	})
+	if err := c.IndexField(ctx, &corev1.ConfigMap{}, "team", func(o client.Object) []string {
+		return []string{o.(*corev1.ConfigMap).Data["team"]}
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h := &heard{}
+	inf, err := c.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inf.AddEventHandler(h); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.Start(ctx) }()
+
+	holds := func(what string, want ...string) {
+		t.Helper()
+		testenv.Eventually(t, 30*time.Second, what, func(ctx context.Context) (bool, error) {
+			l := &corev1.ConfigMapList{}
+			if err := c.List(ctx, l, client.MatchingFields{"team": "blue"}); err != nil {
+				return false, err
+			}
+			var got []string
+			for _, cm := range l.Items {
+				got = append(got, cm.Name)
+			}
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				return false, fmt.Errorf("holds %v", got)
+			}
+			for _, n := range []string{"cm-0", "cm-1", "cm-2"} {
+				err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &corev1.ConfigMap{})
+				if slices.Contains(want, n) != (err == nil) || (err != nil && !kerrors.IsNotFound(err)) {
+					return false, fmt.Errorf("get %s: %v", n, err)
+				}
+			}
+			return true, nil
+		})
+	}
+	holds("the cache to hold shards 0 and 1", "cm-0", "cm-1")
+	testenv.Eventually(t, 30*time.Second, "the handler to hear of cm-0 and cm-1", func(context.Context) (bool, error) {
+		return h.has("cm-0", "") && h.has("cm-1", ""), nil
+	})
+
+	shares.Hold([]shard.Part{part(1), part(2)})
+	if !h.has("", "cm-0") {
+		t.Error("the handler did not hear that cm-0 is gone once Hold dropped its shard")
+	}
+	holds("the cache to hold shards 1 and 2", "cm-1", "cm-2")
+	testenv.Eventually(t, 30*time.Second, "the handler to hear of cm-2", func(context.Context) (bool, error) {
+		return h.has("cm-2", ""), nil
+	})
+	late := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm-late", Labels: map[string]string{shard.Label: "2"}}, Data: map[string]string{"team": "blue"}}
+	if err := env.Client.Create(ctx, late); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 30*time.Second, "the handler to hear of cm-late through shard 2's cache", func(context.Context) (bool, error) {
+		return h.has("cm-late", ""), nil
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if built["1"] != 1 {
+		t.Errorf("the cache of shard 1, held throughout, was built %d times, want once", built["1"])
+	}
+}
