@@ -123,7 +123,7 @@ func TestShareCacheFollowsItsParts(t *testing.T) {
 			for _, n := range []string{"cm-0", "cm-1", "cm-2"} {
 				err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: n}, &corev1.ConfigMap{})
 				if slices.Contains(want, n) != (err == nil) || (err != nil && !kerrors.IsNotFound(err)) {
-					return false, fmt.Errorf("get %s: %v", n, err)
+					return false, fmt.Errorf("get %s: %w", n, err)
 				}
 			}
 			return true, nil

@@ -230,29 +230,9 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 	if o.Sharded() {
 		rr = shareOnly{Reconciler: rr, kube: mgr.GetClient(), object: k.Object}
 	}
-	if k.WatchSet != nil {
-		if err := mgr.Add(k.WatchSet); err != nil {
-			return errors.Wrapf(err, "cannot add the watches of %s", gk)
-		}
-		b = b.WatchesRawSource(k.WatchSet.Source(o.Flow))
-		inf, err := mgr.GetCache().GetInformer(context.Background(), k.Object)
-		if err != nil {
-			return errors.Wrapf(err, "cannot inform on %s", gk)
-		}
-		peers := watchset.NewPeers()
-		if _, err := inf.AddEventHandler(peers); err != nil {
-			return errors.Wrapf(err, "cannot count %s", gk)
-		}
-		k.WatchSet.CountPeers(peers)
-	}
-	if k.WatchSet != nil || k.Forget != nil {
-		fg := &forgetGone{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, watches: k.WatchSet, forget: k.Forget}
-		rr = fg
-		if o.Sharded() {
-			if err := forgetLeft(mgr, k.Object, o.Shares, fg); err != nil {
-				return errors.Wrapf(err, "cannot forget the %s that leave the share", gk)
-			}
-		}
+	b, rr, err := k.watchAndForget(mgr, o, b, rr)
+	if err != nil {
+		return errors.Wrapf(err, "cannot set up %s controller", gk)
 	}
 	return errors.Wrapf(b.Complete(o.Flow.Reconciler(name, rr, lightIn(mgr.GetClient(), k.Object))), "cannot set up %s controller", gk)
 }
@@ -470,4 +450,35 @@ func (f *forgetGone) forgetName(nn types.NamespacedName) {
 	if f.forget != nil {
 		f.forget(nn)
 	}
+}
+
+// watchAndForget adds the kind's narrow watches (WatchSet) to b, and to rr
+// the forgetting of a managed resource gone from the replica's view
+// (forgetGone, forgetLeft).
+func (k Kind[T]) watchAndForget(mgr ctrl.Manager, o Options, b *builder.Builder, rr reconcile.Reconciler) (*builder.Builder, reconcile.Reconciler, error) {
+	if k.WatchSet != nil {
+		if err := mgr.Add(k.WatchSet); err != nil {
+			return nil, nil, errors.Wrapf(err, "cannot add the watches of %s", k.GroupVersionKind.Kind)
+		}
+		b = b.WatchesRawSource(k.WatchSet.Source(o.Flow))
+		inf, err := mgr.GetCache().GetInformer(context.Background(), k.Object)
+		if err != nil {
+			return nil, nil, errors.Wrapf(err, "cannot inform on %s", k.GroupVersionKind.Kind)
+		}
+		peers := watchset.NewPeers()
+		if _, err := inf.AddEventHandler(peers); err != nil {
+			return nil, nil, errors.Wrapf(err, "cannot count %s", k.GroupVersionKind.Kind)
+		}
+		k.WatchSet.CountPeers(peers)
+	}
+	if k.WatchSet != nil || k.Forget != nil {
+		fg := &forgetGone{Reconciler: rr, kube: mgr.GetClient(), object: k.Object, watches: k.WatchSet, forget: k.Forget}
+		rr = fg
+		if o.Sharded() {
+			if err := forgetLeft(mgr, k.Object, o.Shares, fg); err != nil {
+				return nil, nil, errors.Wrapf(err, "cannot forget the %s that leave the share", k.GroupVersionKind.Kind)
+			}
+		}
+	}
+	return b, rr, nil
 }
