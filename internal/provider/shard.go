@@ -45,6 +45,10 @@ type sharding struct {
 	outside    []string
 	generation int
 	pending    bool
+	// outsideParts are the namespaces of each outside part asked for.
+	outsideParts map[string][]string
+	// cache is the manager's, which says which parts it reads.
+	cache *shard.ShareCache
 }
 
 // readSharding reads the fleet's placement (shard.Place); nil without
@@ -91,6 +95,10 @@ func (sh *sharding) apply() error {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	sh.pending = false
+	// A namespace a held shard now covers needs no part of its own.
+	sh.outside = slices.DeleteFunc(sh.outside, func(ns string) bool {
+		return slices.Contains(sh.owned, sh.place.Of(ns))
+	})
 	parts := make([]shard.Part, 0, len(sh.owned)+1)
 	for _, i := range sh.owned {
 		p, err := shard.PartOf(sh.place, i)
@@ -101,6 +109,15 @@ func (sh *sharding) apply() error {
 	}
 	if p, ok := sh.place.Outside(sh.outside, sh.generation); ok {
 		parts = append(parts, p)
+		if sh.outsideParts == nil {
+			sh.outsideParts = map[string][]string{}
+		}
+		sh.outsideParts[p.Name] = slices.Clone(sh.outside)
+		for name := range sh.outsideParts {
+			if name != p.Name && (sh.cache == nil || !sh.cache.Live(name)) {
+				delete(sh.outsideParts, name)
+			}
+		}
 	}
 	sh.shares.Hold(parts)
 	return nil
@@ -111,14 +128,24 @@ func (sh *sharding) apply() error {
 // one new part, not one each.
 const outsideAfter = 5 * time.Second
 
-// watches is managedkind.Options.Watches of a share: whether its filtered
-// watches hold a namespace; when not, the namespace is added to the part
-// outside its shards, and read from the API server meanwhile.
+// watches is managedkind.Options.Watches of a share: whether the workloads
+// of a namespace are in a part of the manager's cache read now; when they
+// are not, the namespace is added to the part outside its shards, unless
+// its shard or that part is on its way, and read from the API server
+// meanwhile.
 func (sh *sharding) watches(namespace string) bool {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if sh.place.Covers(sh.owned, sh.outside, namespace) {
-		return true
+	if i := sh.place.Of(namespace); slices.Contains(sh.owned, i) {
+		return sh.cache != nil && sh.cache.Live(shard.Name(i))
+	}
+	for name, nss := range sh.outsideParts {
+		if slices.Contains(nss, namespace) && sh.cache != nil && sh.cache.Live(name) {
+			return true
+		}
+	}
+	if slices.Contains(sh.outside, namespace) {
+		return false // Its part is on its way.
 	}
 	if _, ok := sh.place.Outside(append(slices.Clone(sh.outside), namespace), 0); !ok {
 		return false // More than a selector holds: read from the API server.
@@ -167,13 +194,17 @@ func (sh *sharding) newCache(s *kruntime.Scheme, sync time.Duration) cache.NewCa
 		if err != nil {
 			return nil, err
 		}
-		return sh.shares.New(s, base, sh.route(), func(p shard.Part) (cache.Cache, error) {
+		c := sh.shares.New(s, base, sh.route(), func(p shard.Part) (cache.Cache, error) {
 			po, err := partOptions(o, sync, p)
 			if err != nil {
 				return nil, err
 			}
 			return cache.New(cfg, po)
-		}), nil
+		})
+		sh.mu.Lock()
+		sh.cache = c
+		sh.mu.Unlock()
+		return c, nil
 	}
 }
 

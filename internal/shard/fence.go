@@ -3,6 +3,7 @@ package shard
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,12 +28,13 @@ type Fence struct {
 
 	mu      sync.Mutex
 	renewed map[string]time.Time // by shard (Name), the start of the last renewal
+	working map[string]int       // by shard, the reconciles under way (Enter)
 }
 
 // NewFence returns the fence of replica identity of provider name, whose
 // Leases are renewed within deadline.
 func NewFence(name, identity string, deadline time.Duration) *Fence {
-	return &Fence{name: name, identity: identity, deadline: deadline, now: time.Now, renewed: map[string]time.Time{}}
+	return &Fence{name: name, identity: identity, deadline: deadline, now: time.Now, renewed: map[string]time.Time{}, working: map[string]int{}}
 }
 
 // Check returns nil while this replica may write for shard (a value of
@@ -52,6 +54,50 @@ func (f *Fence) Check(shard string) error {
 
 // Holds is whether this replica may write for shard now (Check is nil).
 func (f *Fence) Holds(shard string) bool { return f.Check(shard) == nil }
+
+// Enter begins a reconcile of a resource of shard, unless this replica may
+// not write for it (Check); the reconcile calls the returned func as it
+// ends. A shard given up waits for the reconciles under way (dropAndWait).
+func (f *Fence) Enter(shard string) (func(), error) {
+	if err := f.Check(shard); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.working[shard]++
+	f.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			f.mu.Lock()
+			defer f.mu.Unlock()
+			if f.working[shard]--; f.working[shard] <= 0 {
+				delete(f.working, shard)
+			}
+		})
+	}, nil
+}
+
+// dropAndWait forgets shards and waits, at most wait, until no reconcile
+// that entered them is under way: a replica gives a shard's Lease up only
+// once nothing acts on it any more (TestFenceWaitsForReconcilesUnderWay).
+func (f *Fence) dropAndWait(shards []string, wait time.Duration) {
+	if f == nil {
+		return
+	}
+	for _, s := range shards {
+		f.drop(s)
+	}
+	deadline := time.Now().Add(wait)
+	for time.Now().Before(deadline) {
+		f.mu.Lock()
+		busy := slices.ContainsFunc(shards, func(s string) bool { return f.working[s] > 0 })
+		f.mu.Unlock()
+		if !busy {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
 // start is when a request on a Lease begins, for wrote.
 func (f *Fence) start() time.Time {

@@ -101,3 +101,47 @@ func TestCheckWriteWithoutSharding(t *testing.T) {
 		t.Errorf("CheckWrite outside a managed resource's reconcile: %v, want nil", err)
 	}
 }
+
+// TestFenceWaitsForReconcilesUnderWay: a shard given up refuses new
+// reconciles at once, and dropAndWait returns only once the reconcile under
+// way ended, or its wait ran out.
+func TestFenceWaitsForReconcilesUnderWay(t *testing.T) {
+	f := NewFence("p", "me", time.Minute)
+	f.wrote(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "p-shard-1"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("me")}}, time.Now())
+	done, err := f.Enter("1")
+	if err != nil {
+		t.Fatalf("Enter on a shard held: %v", err)
+	}
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		f.dropAndWait([]string{"1"}, time.Minute)
+	}()
+	time.Sleep(100 * time.Millisecond)
+	select {
+	case <-returned:
+		t.Fatal("dropAndWait returned while a reconcile of the shard was under way")
+	default:
+	}
+	if _, err := f.Enter("1"); err == nil {
+		t.Error("Enter on a shard given up: nil error, want a refusal")
+	}
+	done()
+	done() // Twice is once.
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("dropAndWait did not return once the reconcile ended")
+	}
+	// A reconcile that does not end holds the hand-over for the wait only.
+	g := NewFence("p", "me", time.Minute)
+	g.wrote(&coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "p-shard-2"}, Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("me")}}, time.Now())
+	if _, err := g.Enter("2"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	g.dropAndWait([]string{"2"}, 200*time.Millisecond)
+	if d := time.Since(start); d < 200*time.Millisecond || d > 5*time.Second {
+		t.Errorf("dropAndWait with a reconcile that never ends took %s, want about its wait of 200ms", d)
+	}
+}

@@ -294,11 +294,9 @@ func without(owned, drop []int) []int {
 func (r *replica) hold(owned []int) {
 	e := r.engine
 	dropped, added := Diff(e.owned, owned)
-	// Nothing is written for a shard dropped from here on, even by a
-	// reconcile under way.
-	for _, i := range dropped {
-		r.fence.drop(Name(i))
-	}
+	// Nothing is written for a shard dropped from here on, and its Lease
+	// is given up only once its reconciles under way ended.
+	r.fence.dropAndWait(Names(dropped), r.o.RenewDeadline)
 	r.o.Metrics.setActing(dropped, false)
 	e.owned = slices.Clone(owned)
 	if err := r.work.Hold(e.owned); err != nil {

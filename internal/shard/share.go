@@ -67,5 +67,6 @@ func (p Placement) Outside(namespaces []string, generation int) (Part, bool) {
 		Name:   fmt.Sprintf("%s-%d", outsideShard, generation),
 		Select: labels.NewSelector().Add(*r),
 		Filter: p.Ranges.Selector(nil, namespaces),
+		Family: outsideShard,
 	}, true
 }

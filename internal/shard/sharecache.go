@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,6 +34,10 @@ type Part struct {
 	// Filter is the shardSelector of the part's namespace-wide watches of
 	// objects without a shard label; empty watches them whole.
 	Filter string
+	// Family, when set, names parts that replace one another: a part of a
+	// family is dropped only once the part of its family that replaces it
+	// is read.
+	Family string
 }
 
 // PartOf is the Part of shard i of place.
@@ -117,10 +122,16 @@ type ShareCache struct {
 	mu        sync.RWMutex
 	ctx       context.Context //nolint:containedctx // Start's: parts run until it ends.
 	wanted    []Part
-	parts     map[string]*part // by name, read once synced
-	adding    map[string]bool
+	parts     map[string]*part  // by name, read once synced
+	adding    map[string]*adder // by name, built and started meanwhile
 	informers map[informerKey]*shareInformer
 	indexes   []index
+}
+
+// An adder builds a part in the background until it is read, or cancelled
+// once it is no longer wanted.
+type adder struct {
+	cancel context.CancelFunc
 }
 
 type informerKey struct {
@@ -140,6 +151,7 @@ type part struct {
 	cancel    context.CancelFunc
 	done      chan struct{}
 	informers map[informerKey]cache.Informer
+	indexed   int // how many of the cache's indexes the part has
 }
 
 var _ cache.Cache = &ShareCache{}
@@ -167,6 +179,14 @@ func (c *ShareCache) routed(obj runtime.Object) (informerKey, bool, error) {
 		return k, false, err
 	}
 	return k, c.base == nil || c.route(k.gvk, k.metadata), nil
+}
+
+// Live is whether the part named name is read now.
+func (c *ShareCache) Live(name string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	_, ok := c.parts[name]
+	return ok
 }
 
 func (c *ShareCache) live() []*part {
@@ -214,6 +234,7 @@ func (c *ShareCache) List(ctx context.Context, list client.ObjectList, opts ...c
 	}
 	c.ensure(k, obj)
 	var all []runtime.Object
+	seen := map[types.UID]bool{}
 	for _, p := range c.live() {
 		l, ok := list.DeepCopyObject().(client.ObjectList)
 		if !ok {
@@ -226,7 +247,15 @@ func (c *ShareCache) List(ctx context.Context, list client.ObjectList, opts ...c
 		if err != nil {
 			return errors.Wrap(err, "cannot read a part's list")
 		}
-		all = append(all, items...)
+		// Two parts may hold an object for a moment: one relabelled
+		// between two shards held, a namespace both of a shard and of
+		// the outside part.
+		for _, o := range items {
+			if a, err := meta.Accessor(o); err == nil && !seen[a.GetUID()] {
+				seen[a.GetUID()] = true
+				all = append(all, o)
+			}
+		}
 	}
 	return errors.Wrap(meta.SetList(list, all), "cannot set the list of every part")
 }
@@ -298,28 +327,23 @@ func (c *ShareCache) ensure(k informerKey, obj client.Object) *shareInformer {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.ensureLocked(k, obj)
+}
+
+// ensureLocked is ensure with c.mu held.
+func (c *ShareCache) ensureLocked(k informerKey, obj client.Object) *shareInformer {
 	if i, ok := c.informers[k]; ok {
 		return i
 	}
 	o, _ := obj.DeepCopyObject().(client.Object)
-	i = &shareInformer{c: c, key: k, obj: o, handlers: map[*registration]struct{}{}}
+	i := &shareInformer{c: c, key: k, obj: o, handlers: map[*registration]struct{}{}}
 	c.informers[k] = i
 	for _, p := range c.parts {
-		if err := p.inform(c.ctx, i, c.indexesOf(k)); err != nil {
+		if err := p.inform(c.ctx, i); err != nil {
 			c.log.Info("Cannot inform on a kind in a part of the share", "part", p.Name, "kind", k.gvk.String(), "error", err)
 		}
 	}
 	return i
-}
-
-func (c *ShareCache) indexesOf(k informerKey) []index {
-	var out []index
-	for _, x := range c.indexes {
-		if xk, err := c.key(x.obj); err == nil && xk == k {
-			out = append(out, x)
-		}
-	}
-	return out
 }
 
 // RemoveInformer stops the informer of obj's kind in every part.
@@ -352,13 +376,12 @@ func (c *ShareCache) IndexField(ctx context.Context, obj client.Object, field st
 	if !routed {
 		return c.base.IndexField(ctx, obj, field, extract)
 	}
-	c.ensure(k, obj)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	x := index{obj: obj, field: field, extract: extract}
-	c.indexes = append(c.indexes, x)
+	c.ensureLocked(k, obj)
+	c.indexes = append(c.indexes, index{obj: obj, field: field, extract: extract})
 	for _, p := range c.parts {
-		if err := p.cache.IndexField(ctx, obj, field, extract); err != nil {
+		if err := p.index(ctx, c.indexes); err != nil {
 			return err
 		}
 	}
@@ -369,9 +392,8 @@ func (c *ShareCache) IndexField(ctx context.Context, obj client.Object, field st
 func (c *ShareCache) Start(ctx context.Context) error {
 	c.mu.Lock()
 	c.ctx = ctx
-	wanted := c.wanted
+	c.holdLocked()
 	c.mu.Unlock()
-	c.hold(wanted)
 	var err error
 	if c.base != nil {
 		err = c.base.Start(ctx)
@@ -381,6 +403,9 @@ func (c *ShareCache) Start(ctx context.Context) error {
 	c.mu.Lock()
 	parts := c.parts
 	c.parts = map[string]*part{}
+	for _, a := range c.adding {
+		a.cancel()
+	}
 	c.mu.Unlock()
 	for _, p := range parts {
 		p.cancel()
@@ -407,45 +432,86 @@ func (c *ShareCache) WaitForCacheSync(ctx context.Context) bool {
 func (c *ShareCache) hold(wanted []Part) {
 	c.mu.Lock()
 	c.wanted = slices.Clone(wanted)
-	if c.ctx == nil {
-		c.mu.Unlock()
-		return
-	}
-	if c.adding == nil {
-		c.adding = map[string]bool{}
-	}
-	var drop []*part
-	for name, p := range c.parts {
-		if !slices.ContainsFunc(wanted, func(w Part) bool { return w.Name == name }) {
-			drop = append(drop, p)
-			delete(c.parts, name)
-		}
-	}
-	for _, w := range wanted {
-		if _, ok := c.parts[w.Name]; !ok && !c.adding[w.Name] {
-			c.adding[w.Name] = true
-			go c.add(c.ctx, w)
-		}
-	}
+	drop := c.holdLocked()
 	c.mu.Unlock()
 	for _, p := range drop {
 		c.drop(p)
 	}
 }
 
+// holdLocked starts the adds of the parts wanted that are neither read nor
+// being added, cancels those of parts no longer wanted, and takes the parts
+// to drop out of the reads, for the caller to drop once c.mu is released.
+// A part is kept while a part of its family that is wanted is not read yet.
+func (c *ShareCache) holdLocked() []*part {
+	if c.ctx == nil {
+		return nil
+	}
+	if c.adding == nil {
+		c.adding = map[string]*adder{}
+	}
+	var drop []*part
+	for name, p := range c.parts {
+		if !c.wants(name) && !c.awaitsSuccessor(p) {
+			drop = append(drop, p)
+			delete(c.parts, name)
+		}
+	}
+	for name, a := range c.adding {
+		if !c.wants(name) {
+			a.cancel()
+			delete(c.adding, name)
+		}
+	}
+	for _, w := range c.wanted {
+		if _, ok := c.parts[w.Name]; ok {
+			continue
+		}
+		if _, ok := c.adding[w.Name]; ok {
+			continue
+		}
+		ctx, cancel := context.WithCancel(c.ctx)
+		a := &adder{cancel: cancel}
+		c.adding[w.Name] = a
+		go c.add(ctx, w, a)
+	}
+	return drop
+}
+
+func (c *ShareCache) wants(name string) bool {
+	return slices.ContainsFunc(c.wanted, func(p Part) bool { return p.Name == name })
+}
+
+// awaitsSuccessor is whether p, no longer wanted, is kept until a wanted
+// part of its family is read.
+func (c *ShareCache) awaitsSuccessor(p *part) bool {
+	if p.Family == "" {
+		return false
+	}
+	for _, w := range c.wanted {
+		if _, read := c.parts[w.Name]; w.Family == p.Family && !read {
+			return true
+		}
+	}
+	return false
+}
+
 // addRetry spaces the tries of a part that could not be built or synced.
 const addRetry = 5 * time.Second
 
-// add builds part w, starts it and, once synced, reads it, unless it is no
-// longer wanted by then; it tries again until ctx ends.
-func (c *ShareCache) add(ctx context.Context, w Part) {
+// add builds part w, starts it and, once synced, reads it; it tries again
+// until it is read or a is cancelled.
+func (c *ShareCache) add(ctx context.Context, w Part, a *adder) {
 	defer func() {
 		c.mu.Lock()
-		delete(c.adding, w.Name)
+		if c.adding[w.Name] == a {
+			delete(c.adding, w.Name)
+		}
 		c.mu.Unlock()
+		a.cancel()
 	}()
 	for ctx.Err() == nil {
-		err := c.try(ctx, w)
+		err := c.try(ctx, w, a)
 		if err == nil {
 			return
 		}
@@ -457,16 +523,18 @@ func (c *ShareCache) add(ctx context.Context, w Part) {
 	}
 }
 
-func (c *ShareCache) stillWanted(w Part) bool {
-	return slices.ContainsFunc(c.wanted, func(p Part) bool { return p.Name == w.Name })
-}
-
-func (c *ShareCache) try(ctx context.Context, w Part) error {
+func (c *ShareCache) try(ctx context.Context, w Part, a *adder) error {
 	sub, err := c.build(w)
 	if err != nil {
 		return err
 	}
-	pctx, cancel := context.WithCancel(ctx)
+	// The part runs until the cache stops or the part is dropped; while it
+	// is being added, also until the add is cancelled.
+	c.mu.RLock()
+	root := c.ctx
+	c.mu.RUnlock()
+	pctx, cancel := context.WithCancel(root)
+	building := context.AfterFunc(ctx, cancel)
 	p := &part{Part: w, cache: sub, cancel: cancel, done: make(chan struct{}), informers: map[informerKey]cache.Informer{}}
 	go func() {
 		defer close(p.done)
@@ -474,9 +542,15 @@ func (c *ShareCache) try(ctx context.Context, w Part) error {
 			c.log.Info("A part of the replica's share stopped", "part", w.Name, "error", err)
 		}
 	}()
+	stop := func(err error) error {
+		cancel()
+		<-p.done
+		return err
+	}
 	for {
-		// Every kind asked for so far, indexed, then synced, before the
-		// part is read; kinds asked for meanwhile are added in turn.
+		// Every kind asked for so far, and every index, then synced,
+		// before the part is read; those asked for meanwhile are added in
+		// turn.
 		c.mu.RLock()
 		var missing []*shareInformer
 		for k, i := range c.informers {
@@ -484,22 +558,19 @@ func (c *ShareCache) try(ctx context.Context, w Part) error {
 				missing = append(missing, i)
 			}
 		}
+		indexes := slices.Clone(c.indexes)
 		c.mu.RUnlock()
-		if len(missing) > 0 {
+		if len(missing) > 0 || p.indexed < len(indexes) {
+			if err := p.index(pctx, indexes); err != nil {
+				return stop(err)
+			}
 			for _, i := range missing {
-				c.mu.RLock()
-				idx := c.indexesOf(i.key)
-				c.mu.RUnlock()
-				if err := p.informOnly(pctx, i, idx); err != nil {
-					cancel()
-					<-p.done
-					return err
+				if err := p.informOnly(pctx, i); err != nil {
+					return stop(err)
 				}
 			}
 			if !sub.WaitForCacheSync(pctx) {
-				cancel()
-				<-p.done
-				return errors.New("the part did not sync")
+				return stop(errors.New("the part did not sync"))
 			}
 			continue
 		}
@@ -508,11 +579,9 @@ func (c *ShareCache) try(ctx context.Context, w Part) error {
 			c.mu.Unlock()
 			continue
 		}
-		if !c.stillWanted(w) || ctx.Err() != nil {
+		if c.adding[w.Name] != a || !building() {
 			c.mu.Unlock()
-			cancel()
-			<-p.done
-			return nil //nolint:nilerr // Dropped or stopped meanwhile: nothing to hold.
+			return stop(nil) // No longer wanted: nothing to hold.
 		}
 		for _, i := range c.informers {
 			for r := range i.handlers {
@@ -522,13 +591,22 @@ func (c *ShareCache) try(ctx context.Context, w Part) error {
 			}
 		}
 		c.parts[w.Name] = p
+		delete(c.adding, w.Name)
+		drop := c.holdLocked() // The part it replaces, if any.
 		c.mu.Unlock()
+		for _, d := range drop {
+			c.drop(d)
+		}
 		return nil
 	}
 }
 
-// lacks is whether p lacks an informer asked for; c.mu is held.
+// lacks is whether p lacks an informer or an index asked for; c.mu is
+// held.
 func (c *ShareCache) lacks(p *part) bool {
+	if p.indexed < len(c.indexes) {
+		return true
+	}
 	for k := range c.informers {
 		if _, ok := p.informers[k]; !ok {
 			return true
@@ -595,9 +673,9 @@ func listOf(s *runtime.Scheme, k informerKey) (client.ObjectList, error) {
 	return l, nil
 }
 
-// inform has p run informer i, with its indexes and handlers.
-func (p *part) inform(ctx context.Context, i *shareInformer, idx []index) error {
-	if err := p.informOnly(ctx, i, idx); err != nil {
+// inform has p run informer i, with its handlers.
+func (p *part) inform(ctx context.Context, i *shareInformer) error {
+	if err := p.informOnly(ctx, i); err != nil {
 		return err
 	}
 	for r := range i.handlers {
@@ -608,8 +686,8 @@ func (p *part) inform(ctx context.Context, i *shareInformer, idx []index) error 
 	return nil
 }
 
-// informOnly has p run informer i with its indexes, and no handler yet.
-func (p *part) informOnly(ctx context.Context, i *shareInformer, idx []index) error {
+// informOnly has p run informer i, and no handler yet.
+func (p *part) informOnly(ctx context.Context, i *shareInformer) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -617,11 +695,20 @@ func (p *part) informOnly(ctx context.Context, i *shareInformer, idx []index) er
 	if err != nil {
 		return err
 	}
-	for _, x := range idx {
+	p.informers[i.key] = inf
+	return nil
+}
+
+// index adds to p the indexes it lacks of all.
+func (p *part) index(ctx context.Context, all []index) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	for ; p.indexed < len(all); p.indexed++ {
+		x := all[p.indexed]
 		if err := p.cache.IndexField(ctx, x.obj, x.field, x.extract); err != nil {
 			return err
 		}
 	}
-	p.informers[i.key] = inf
 	return nil
 }

@@ -135,8 +135,13 @@ func (r *registration) off(p *part, inf cache.Informer) {
 	pr, ok := r.parts[p]
 	delete(r.parts, p)
 	r.mu.Unlock()
-	if ok {
-		_ = inf.RemoveEventHandler(pr)
+	if !ok || inf.RemoveEventHandler(pr) != nil {
+		return
+	}
+	// Notifications queued for the handler are still delivered after its
+	// removal; the part's deletions must come after them.
+	if s, ok := pr.(interface{ ShutdownChan() <-chan struct{} }); ok {
+		<-s.ShutdownChan()
 	}
 }
 

@@ -60,10 +60,7 @@ func (h *heard) has(added, deleted string) bool {
 func TestShareCacheFollowsItsParts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	ns := "share-cache"
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
+	ns := env.Namespace(t, "share-cache", nil)
 	for i := range 3 {
 		cm := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%d", i), Labels: map[string]string{shard.Label: shard.Name(i)}},
@@ -103,7 +100,12 @@ func TestShareCacheFollowsItsParts(t *testing.T) {
 	if _, err := inf.AddEventHandler(h); err != nil {
 		t.Fatal(err)
 	}
-	go func() { _ = c.Start(ctx) }()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = c.Start(ctx)
+	}()
+	defer func() { cancel(); <-stopped }()
 
 	holds := func(what string, want ...string) {
 		t.Helper()

@@ -385,12 +385,14 @@ func (s shareOnly) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	if f := shard.FenceFrom(ctx); f != nil {
 		v := o.GetLabels()[shard.Label]
-		if !f.Holds(v) {
+		done, err := f.Enter(v)
+		if err != nil {
 			// About to lose the shard, or lost it, or the label moved it
 			// to another: the replica stops reading it at once, and the
 			// request is retried meanwhile.
 			return reconcile.Result{RequeueAfter: fenceRetry}, nil
 		}
+		defer done()
 		ctx = shard.WritingFor(ctx, v)
 	}
 	return s.Reconciler.Reconcile(ctx, req)

@@ -161,11 +161,16 @@ func TestShareChangesLeaveNothingBehind(t *testing.T) {
 		gone = append(gone, b)
 		t.Logf("cycle %d: %d goroutines; a kept shards %v", i+1, runtime.NumGoroutine(), kept)
 	}
-	// A shard's resources are listed once when a starts, and once each
-	// time it takes the shard back; never for a shard it keeps.
+	// A shard a keeps is listed once, when a starts; one it gave up and
+	// took back, once more each time at most (a shard given up again
+	// before its cache was read is not listed for that time).
 	for _, s := range testenv.ShardsActingNamed(a.reg) {
-		if got, want := a.lists(s), 1+taken[s]; got != want {
-			t.Errorf("a listed the CopyRules of shard %s %d times, want %d: once at start and once each of the %d times it took the shard back", s, got, want, taken[s])
+		got := a.lists(s)
+		switch {
+		case taken[s] == 0 && got != 1:
+			t.Errorf("a listed the CopyRules of shard %s, which it kept, %d times, want once", s, got)
+		case taken[s] > 0 && (got < 2 || got > 1+taken[s]):
+			t.Errorf("a listed the CopyRules of shard %s %d times, want 2 to %d: once at start and at most once each of the %d times it took the shard back", s, got, 1+taken[s], taken[s])
 		}
 	}
 
