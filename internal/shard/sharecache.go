@@ -338,10 +338,22 @@ func (c *ShareCache) ensureLocked(k informerKey, obj client.Object) *shareInform
 	o, _ := obj.DeepCopyObject().(client.Object)
 	i := &shareInformer{c: c, key: k, obj: o, handlers: map[*registration]struct{}{}}
 	c.informers[k] = i
-	for _, p := range c.parts {
+	var failed []*part
+	for name, p := range c.parts {
 		if err := p.inform(c.ctx, i); err != nil {
-			c.log.Info("Cannot inform on a kind in a part of the share", "part", p.Name, "kind", k.gvk.String(), "error", err)
+			// Read no more, and added again with every kind asked for.
+			c.log.Info("Cannot inform on a kind in a part of the share; adding the part again", "part", p.Name, "kind", k.gvk.String(), "error", err)
+			delete(c.parts, name)
+			failed = append(failed, p)
 		}
+	}
+	if len(failed) > 0 {
+		failed = append(failed, c.holdLocked()...)
+		go func() {
+			for _, p := range failed {
+				c.drop(p)
+			}
+		}()
 	}
 	return i
 }
