@@ -21,7 +21,7 @@ import (
 )
 
 // TestConfigRolloutWaveResumes starts the provider on a staggered rollout
-// whose status records a wave cut short, as a SIGKILL, a share rebuild or a
+// whose status records a wave cut short, as a SIGKILL, a restart or a
 // hand-over between the wave's record and the status that ends its
 // reconcile leaves it: the wave holds Deployments a and b, a carries the
 // wave's hash already, b does not. The new holder rolls b once and a not

@@ -1,9 +1,10 @@
-// Package sharerebuild builds a sharded replica's share of the fleet again
+// Package sharechange changes a sharded replica's share of the fleet again
 // and again, as replicas join and leave, against an API server that lacks
 // one managed kind's CRD (as when Crossplane's activation policy leaves a
-// kind inactive), and holds that nothing of a share outlives it: neither its
-// goroutines nor its manager, caches and clients.
-package sharerebuild
+// kind inactive), and holds that nothing of a shard given up outlives it:
+// neither its goroutines nor its caches, and no replica's manager or
+// clients once it stopped.
+package sharechange
 
 import (
 	"bufio"
@@ -84,7 +85,7 @@ func run(m *testing.M) int {
 // crdsWithout copies package/crds but the file skip into a directory of its
 // own.
 func crdsWithout(skip string) (string, error) {
-	dir, err := os.MkdirTemp("", "sharerebuild-crds-")
+	dir, err := os.MkdirTemp("", "sharechange-crds-")
 	if err != nil {
 		return "", err
 	}
