@@ -194,7 +194,7 @@ func (sh *sharding) newCache(s *kruntime.Scheme, sync time.Duration) cache.NewCa
 		if err != nil {
 			return nil, err
 		}
-		c := sh.shares.New(s, base, sh.route(), func(p shard.Part) (cache.Cache, error) {
+		c := sh.shares.New(s, o.Mapper, base, sh.route(), func(p shard.Part) (cache.Cache, error) {
 			po, err := partOptions(o, sync, p)
 			if err != nil {
 				return nil, err

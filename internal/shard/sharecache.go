@@ -97,9 +97,9 @@ func (s *Shares) Holds(name string) bool {
 // and watched in a cache per part, built by build; the others in base,
 // which may be nil when every object is routed. It is started as a
 // manager's cache is (Start).
-func (s *Shares) New(scheme *runtime.Scheme, base cache.Cache, route func(gvk schema.GroupVersionKind, metadata bool) bool, build func(Part) (cache.Cache, error)) *ShareCache {
+func (s *Shares) New(scheme *runtime.Scheme, mapper meta.RESTMapper, base cache.Cache, route func(gvk schema.GroupVersionKind, metadata bool) bool, build func(Part) (cache.Cache, error)) *ShareCache {
 	c := &ShareCache{
-		log: s.log, scheme: scheme, base: base, route: route, build: build,
+		log: s.log, scheme: scheme, mapper: mapper, base: base, route: route, build: build,
 		parts: map[string]*part{}, informers: map[informerKey]*shareInformer{},
 	}
 	s.mu.Lock()
@@ -115,6 +115,7 @@ func (s *Shares) New(scheme *runtime.Scheme, base cache.Cache, route func(gvk sc
 type ShareCache struct {
 	log    logging.Logger
 	scheme *runtime.Scheme
+	mapper meta.RESTMapper
 	base   cache.Cache
 	route  func(schema.GroupVersionKind, bool) bool
 	build  func(Part) (cache.Cache, error)
@@ -209,7 +210,9 @@ func (c *ShareCache) Get(ctx context.Context, key client.ObjectKey, obj client.O
 	if !routed {
 		return c.base.Get(ctx, key, obj, opts...)
 	}
-	c.ensure(k, obj)
+	if _, err := c.ensure(k, obj); err != nil {
+		return err
+	}
 	for _, p := range c.live() {
 		err := p.cache.Get(ctx, key, obj, opts...)
 		if !kerrors.IsNotFound(err) {
@@ -232,7 +235,9 @@ func (c *ShareCache) List(ctx context.Context, list client.ObjectList, opts ...c
 	if err != nil {
 		return err
 	}
-	c.ensure(k, obj)
+	if _, err := c.ensure(k, obj); err != nil {
+		return err
+	}
 	var all []runtime.Object
 	seen := map[types.UID]bool{}
 	for _, p := range c.live() {
@@ -304,7 +309,10 @@ func (c *ShareCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVer
 }
 
 func (c *ShareCache) informer(ctx context.Context, k informerKey, obj client.Object, opts []cache.InformerGetOption) (cache.Informer, error) {
-	i := c.ensure(k, obj)
+	i, err := c.ensure(k, obj)
+	if err != nil {
+		return nil, err
+	}
 	var o cache.InformerGetOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -317,13 +325,14 @@ func (c *ShareCache) informer(ctx context.Context, k informerKey, obj client.Obj
 	return i, nil
 }
 
-// ensure returns the informer of k, which every live part then runs.
-func (c *ShareCache) ensure(k informerKey, obj client.Object) *shareInformer {
+// ensure returns the informer of k, which every live part then runs; an
+// error, as a cache's, when the API server does not serve k.
+func (c *ShareCache) ensure(k informerKey, obj client.Object) (*shareInformer, error) {
 	c.mu.RLock()
 	i, ok := c.informers[k]
 	c.mu.RUnlock()
 	if ok {
-		return i
+		return i, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -331,31 +340,40 @@ func (c *ShareCache) ensure(k informerKey, obj client.Object) *shareInformer {
 }
 
 // ensureLocked is ensure with c.mu held.
-func (c *ShareCache) ensureLocked(k informerKey, obj client.Object) *shareInformer {
+func (c *ShareCache) ensureLocked(k informerKey, obj client.Object) (*shareInformer, error) {
 	if i, ok := c.informers[k]; ok {
-		return i
+		return i, nil
+	}
+	// A kind not served yet (a CRD discovery does not list yet) is refused
+	// here, as a cache refuses it, so that the caller tries again; taken, it
+	// would be a kind no part can run.
+	if c.mapper != nil {
+		if _, err := c.mapper.RESTMapping(k.gvk.GroupKind(), k.gvk.Version); err != nil {
+			return nil, err
+		}
 	}
 	o, _ := obj.DeepCopyObject().(client.Object)
 	i := &shareInformer{c: c, key: k, obj: o, handlers: map[*registration]struct{}{}}
 	c.informers[k] = i
-	var failed []*part
-	for name, p := range c.parts {
+	for _, p := range c.parts {
 		if err := p.inform(c.ctx, i); err != nil {
-			// Read no more, and added again with every kind asked for.
-			c.log.Info("Cannot inform on a kind in a part of the share; adding the part again", "part", p.Name, "kind", k.gvk.String(), "error", err)
-			delete(c.parts, name)
-			failed = append(failed, p)
+			c.readd(p, err)
 		}
 	}
-	if len(failed) > 0 {
-		failed = append(failed, c.holdLocked()...)
-		go func() {
-			for _, p := range failed {
-				c.drop(p)
-			}
-		}()
-	}
-	return i
+	return i, nil
+}
+
+// readd has part p, which could not take a kind or an index asked for, read
+// no more and added again with every kind and index; c.mu is held.
+func (c *ShareCache) readd(p *part, err error) {
+	c.log.Info("A part of the share cannot take a kind or index asked for; adding it again", "part", p.Name, "error", err)
+	delete(c.parts, p.Name)
+	drop := append([]*part{p}, c.holdLocked()...)
+	go func() {
+		for _, d := range drop {
+			c.drop(d)
+		}
+	}()
 }
 
 // RemoveInformer stops the informer of obj's kind in every part.
@@ -390,11 +408,20 @@ func (c *ShareCache) IndexField(ctx context.Context, obj client.Object, field st
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.ensureLocked(k, obj)
+	if _, err := c.ensureLocked(k, obj); err != nil {
+		return err
+	}
+	// The same field of the same kind again (a setup tried again) is
+	// indexed once.
+	for _, x := range c.indexes {
+		if xk, err := c.key(x.obj); err == nil && xk == k && x.field == field {
+			return nil
+		}
+	}
 	c.indexes = append(c.indexes, index{obj: obj, field: field, extract: extract})
 	for _, p := range c.parts {
 		if err := p.index(ctx, c.indexes); err != nil {
-			return err
+			c.readd(p, err)
 		}
 	}
 	return nil

@@ -10,7 +10,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -81,7 +84,7 @@ func TestShareCacheFollowsItsParts(t *testing.T) {
 	built := map[string]int{}
 	shares := shard.NewShares(nil)
 	shares.Hold([]shard.Part{part(0), part(1)})
-	c := shares.New(clientgoscheme.Scheme, nil, nil, func(p shard.Part) (cache.Cache, error) {
+	c := shares.New(clientgoscheme.Scheme, env.Client.RESTMapper(), nil, nil, func(p shard.Part) (cache.Cache, error) {
 		mu.Lock()
 		built[p.Name]++
 		mu.Unlock()
@@ -132,6 +135,19 @@ func TestShareCacheFollowsItsParts(t *testing.T) {
 		})
 	}
 	holds("the cache to hold shards 0 and 1", "cm-0", "cm-1")
+	// A kind the API server does not serve is refused, as a cache refuses
+	// it, so that a setup tries again; an index asked for again is taken
+	// once.
+	widget := &unstructured.Unstructured{}
+	widget.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.org", Version: "v1", Kind: "Widget"})
+	if err := c.IndexField(ctx, widget, "x", func(client.Object) []string { return nil }); !apimeta.IsNoMatchError(err) {
+		t.Errorf("IndexField of a kind not served: %v, want a no-match error", err)
+	}
+	if err := c.IndexField(ctx, &corev1.ConfigMap{}, "team", func(o client.Object) []string {
+		return []string{o.(*corev1.ConfigMap).Data["team"]}
+	}); err != nil {
+		t.Errorf("IndexField of an index already there: %v", err)
+	}
 	testenv.Eventually(t, 30*time.Second, "the handler to hear of cm-0 and cm-1", func(context.Context) (bool, error) {
 		return h.has("cm-0", "") && h.has("cm-1", ""), nil
 	})

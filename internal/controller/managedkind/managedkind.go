@@ -122,7 +122,7 @@ func (o Options) NewCache(mgr ctrl.Manager, opts func(share labels.Selector) cac
 	if o.Shares == nil {
 		return cache.New(mgr.GetConfig(), opts(nil))
 	}
-	return o.Shares.New(mgr.GetScheme(), nil, nil, func(p shard.Part) (cache.Cache, error) {
+	return o.Shares.New(mgr.GetScheme(), mgr.GetRESTMapper(), nil, nil, func(p shard.Part) (cache.Cache, error) {
 		return cache.New(mgr.GetConfig(), opts(p.Select))
 	}), nil
 }
