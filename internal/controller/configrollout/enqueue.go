@@ -2,12 +2,13 @@ package configrollout
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -19,6 +20,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/flow"
 	"github.com/clusterops/provider-clusterops/internal/ownwrite"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
 
@@ -238,13 +240,18 @@ func watchWorkloads(fc *flow.Control, b *builder.Builder, c client.Reader, rd *r
 // namespace has (none, one and which, or more): a list of the index for it
 // costs O(auto rollouts of the namespace), O(N²) as N of them in one
 // namespace converge.
+//
+// On a sharded replica a rollout relabelled between two shards it holds is
+// added by one shard's cache and deleted by the other's, in either order:
+// each name keeps the shard it was last added under, and a deletion under
+// another shard is not its.
 type autoRollouts struct {
 	mu sync.RWMutex
-	by map[string]sets.Set[string] // namespace → names
+	by map[string]map[string]string // namespace → name → shard label
 }
 
 func newAutoRollouts() *autoRollouts {
-	return &autoRollouts{by: map[string]sets.Set[string]{}}
+	return &autoRollouts{by: map[string]map[string]string{}}
 }
 
 // isAuto is whether cr picks its workloads by use (indexValues' last case).
@@ -258,19 +265,20 @@ func (a *autoRollouts) set(o any) {
 	if !ok {
 		return
 	}
-	if !isAuto(cr) {
-		a.remove(cr)
-		return
-	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.by[cr.Namespace] == nil {
-		a.by[cr.Namespace] = sets.New[string]()
+	if !isAuto(cr) {
+		a.forget(cr)
+		return
 	}
-	a.by[cr.Namespace].Insert(cr.Name)
+	if a.by[cr.Namespace] == nil {
+		a.by[cr.Namespace] = map[string]string{}
+	}
+	a.by[cr.Namespace][cr.Name] = cr.GetLabels()[shard.Label]
 }
 
-// remove forgets o, a ConfigRollout that is gone or no longer auto.
+// remove forgets o, a ConfigRollout that is gone, unless it was added since
+// under another shard.
 func (a *autoRollouts) remove(o any) {
 	if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = t.Obj
@@ -281,8 +289,15 @@ func (a *autoRollouts) remove(o any) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	a.by[cr.Namespace].Delete(cr.Name)
-	if a.by[cr.Namespace].Len() == 0 {
+	if at, ok := a.by[cr.Namespace][cr.Name]; ok && at == cr.GetLabels()[shard.Label] {
+		a.forget(cr)
+	}
+}
+
+// forget forgets cr; a.mu is held.
+func (a *autoRollouts) forget(cr *v1alpha1.ConfigRollout) {
+	delete(a.by[cr.Namespace], cr.Name)
+	if len(a.by[cr.Namespace]) == 0 {
 		delete(a.by, cr.Namespace)
 	}
 }
@@ -292,17 +307,19 @@ func (a *autoRollouts) in(ns string) (only string, n int) {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
 	names := a.by[ns]
-	if names.Len() == 1 {
-		only = names.UnsortedList()[0]
+	if len(names) == 1 {
+		for name := range names {
+			only = name
+		}
 	}
-	return only, names.Len()
+	return only, len(names)
 }
 
 // all returns the names of the auto rollouts of ns.
 func (a *autoRollouts) all(ns string) []string {
 	a.mu.RLock()
 	defer a.mu.RUnlock()
-	return sets.List(a.by[ns])
+	return slices.Sorted(maps.Keys(a.by[ns]))
 }
 
 // handler keeps a from the ConfigRollout informer's events.

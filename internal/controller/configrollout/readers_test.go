@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 	"github.com/clusterops/provider-clusterops/internal/watchset"
 )
 
@@ -343,4 +344,17 @@ func TestAutoRollouts(t *testing.T) {
 	h.OnDelete(autoIn("web", "a"))
 	h.OnDelete(toolscache.DeletedFinalStateUnknown{Key: "web/d", Obj: autoIn("web", "d")})
 	check("deleted", "web", "", 0)
+	// Relabelled between two shards of a replica: added by the new shard's
+	// cache before the old one's deletes it, it still counts.
+	under := func(s string) *v1alpha1.ConfigRollout {
+		cr := autoIn("web", "moved")
+		cr.Labels = map[string]string{shard.Label: s}
+		return cr
+	}
+	h.OnAdd(under("1"), false)
+	h.OnAdd(under("2"), false)
+	h.OnDelete(under("1"))
+	check("moved from shard 1 to 2, added first", "web", "moved", 1)
+	h.OnDelete(under("2"))
+	check("deleted under its shard", "web", "", 0)
 }
