@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	apisharding "k8s.io/apiserver/pkg/sharding"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -470,13 +471,18 @@ func keepsItsShare(t *testing.T, id string, down *outage) {
 	})
 
 	// Another holder takes the leading Lease: the replica cannot renew it.
-	l, err := leases.Get(ctx, provider.LeaderElectionID, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Spec.HolderIdentity = ptr.To("thief")
-	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+	// The replica renews it meanwhile: the take is tried again on a
+	// conflict.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		l, err := leases.Get(ctx, provider.LeaderElectionID, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		l.Spec.HolderIdentity = ptr.To("thief")
+		l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+		_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	outageEnds := time.Now().Add(20 * time.Second)
