@@ -9,7 +9,7 @@ import (
 
 // targets are the keys of the targets' rows, as why.txt names them.
 var targets = []string{"converge", "reconciles", "during", "heap", "goroutines", "watches", "restart-writes", "restart-idle", "growth", "tier",
-	"sharded-heap", "sharded-watches", "sharded-requests", "sharded-kill"}
+	"sharded-heap", "sharded-watches", "sharded-requests", "sharded-kill", "sharded-change"}
 
 // readWhy reads the hand-written reasons for the targets missed: a line
 // "<target>: <why>" each, target one of targets (a misspelt one would

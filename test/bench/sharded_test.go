@@ -77,6 +77,9 @@ type changeResult struct {
 	// ReconcilesPerMoved is Reconciles over MovedResources: the target is
 	// at most 1.1.
 	ReconcilesPerMoved float64
+	// ReconcilesBy are every replica's reconciles by "replica controller
+	// result", to say where they were spent.
+	ReconcilesBy map[string]float64 `json:",omitempty"`
 }
 
 // replicaResult is one replica's figures, once the fleet is converged and
@@ -374,7 +377,10 @@ func writeShardedResult(r shardedResult, kill bool) error {
 // idle, and says what it cost; it returns the replica that joined.
 func changeReplicas(ctx context.Context, b *testing.B, how string, rs []*replicaResult, shards int, k fleetKind) (*changeResult, *providerProcess) {
 	b.Helper()
-	type cost struct{ reconciles, writes float64 }
+	type cost struct {
+		reconciles, writes float64
+		by                 map[string]float64
+	}
 	costOf := func(p *providerProcess) cost {
 		m, err := scrapeOf(p)
 		if err != nil {
@@ -390,7 +396,7 @@ func changeReplicas(ctx context.Context, b *testing.B, how string, rs []*replica
 				}
 			}
 		}
-		return cost{m.reconciles, w}
+		return cost{m.reconciles, w, m.reconcilesBy}
 	}
 	holders := func(ps []*providerProcess) map[int]int {
 		out := map[int]int{}
@@ -481,10 +487,16 @@ func changeReplicas(ctx context.Context, b *testing.B, how string, rs []*replica
 			out.MovedResources++
 		}
 	}
+	out.ReconcilesBy = map[string]float64{}
 	for i, p := range ps {
 		c := costOf(p)
 		out.Reconciles += c.reconciles - costs[i].reconciles
 		out.Writes += c.writes - costs[i].writes
+		for k, v := range c.by {
+			if d := v - costs[i].by[k]; d > 0 {
+				out.ReconcilesBy[fmt.Sprintf("r%d %s", i, k)] = d
+			}
+		}
 	}
 	if out.MovedResources > 0 {
 		out.ReconcilesPerMoved = out.Reconciles / float64(out.MovedResources)
