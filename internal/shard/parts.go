@@ -30,6 +30,7 @@ type part struct {
 	Part
 	cache     cache.Cache
 	cancel    context.CancelFunc
+	stopping  <-chan struct{} // closed once the part is dropped
 	done      chan struct{}
 	informers map[informerKey]cache.Informer
 	indexed   int // how many of the cache's indexes the part has
@@ -156,7 +157,7 @@ func (c *ShareCache) try(ctx context.Context, w Part, a *adder) error {
 	c.mu.RUnlock()
 	pctx, cancel := context.WithCancel(root)
 	building := context.AfterFunc(ctx, cancel)
-	p := &part{Part: w, cache: sub, cancel: cancel, done: make(chan struct{}), informers: map[informerKey]cache.Informer{}}
+	p := &part{Part: w, cache: sub, cancel: cancel, stopping: pctx.Done(), done: make(chan struct{}), informers: map[informerKey]cache.Informer{}}
 	go func() {
 		defer close(p.done)
 		if err := sub.Start(pctx); err != nil {

@@ -432,13 +432,25 @@ func (c *ShareCache) Start(ctx context.Context) error {
 	return err
 }
 
-// WaitForCacheSync waits for base and every part read now.
+// WaitForCacheSync waits for base and every part read now. A part dropped
+// meanwhile is waited for no more: an informer it started and stopped
+// before it synced (a kind asked for just before the drop) never syncs.
 func (c *ShareCache) WaitForCacheSync(ctx context.Context) bool {
 	if c.base != nil && !c.base.WaitForCacheSync(ctx) {
 		return false
 	}
 	for _, p := range c.live() {
-		if !p.cache.WaitForCacheSync(ctx) {
+		wctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-p.stopping:
+			case <-wctx.Done():
+			}
+			cancel()
+		}()
+		synced := p.cache.WaitForCacheSync(wctx)
+		cancel()
+		if !synced && ctx.Err() != nil {
 			return false
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -171,5 +173,77 @@ func TestShareCacheFollowsItsParts(t *testing.T) {
 	defer mu.Unlock()
 	if built["1"] != 1 {
 		t.Errorf("the cache of shard 1, held throughout, was built %d times, want once", built["1"])
+	}
+}
+
+// TestShareCacheSyncsWithoutAPartDropped: a kind asked for just before a
+// part is dropped starts an informer in that part which stops before it
+// syncs. Waiting for the share cache to sync must not wait for it: a
+// controller started then would never run (a replica whose shards changed
+// as its controllers started reconciled nothing of some kinds). Here the
+// part's informer cannot sync at all, as its reader may list ConfigMaps
+// and not Secrets.
+func TestShareCacheSyncsWithoutAPartDropped(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := env.Namespace(t, "share-drop", nil)
+	const user = "share-cache-part-reader"
+	env.Create(t,
+		&rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "configmaps"},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}},
+		},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "configmaps"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "configmaps"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+		})
+	part := func(i int) shard.Part {
+		p, err := shard.PartOf(shard.Placement{Shards: 2}, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	shares := shard.NewShares(nil)
+	shares.Hold([]shard.Part{part(0), part(1)})
+	c := shares.New(clientgoscheme.Scheme, env.Client.RESTMapper(), nil, nil, func(p shard.Part) (cache.Cache, error) {
+		cfg := rest.CopyConfig(env.Config)
+		if p.Name == "1" {
+			cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+		}
+		return cache.New(cfg, cache.Options{Scheme: clientgoscheme.Scheme, DefaultLabelSelector: p.Select, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	})
+	if _, err := c.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false)); err != nil {
+		t.Fatal(err)
+	}
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = c.Start(ctx)
+	}()
+	defer func() { cancel(); <-stopped }()
+	testenv.Eventually(t, 30*time.Second, "both parts to be read", func(context.Context) (bool, error) {
+		return c.Live("0") && c.Live("1"), nil
+	})
+
+	if _, err := c.GetInformer(ctx, &corev1.Secret{}, cache.BlockUntilSynced(false)); err != nil {
+		t.Fatal(err)
+	}
+	synced := make(chan bool, 1)
+	go func() { synced <- c.WaitForCacheSync(ctx) }()
+	select {
+	case <-synced:
+		t.Fatal("the share cache synced while part 1 cannot list Secrets")
+	case <-time.After(2 * time.Second):
+	}
+	shares.Hold([]shard.Part{part(0)})
+	select {
+	case ok := <-synced:
+		if !ok {
+			t.Error("WaitForCacheSync returned false once part 1 was dropped, want true")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("WaitForCacheSync still waits for part 1, dropped before its Secrets synced")
 	}
 }
