@@ -7,8 +7,6 @@ package watchset
 
 import (
 	"context"
-	"maps"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -196,7 +194,15 @@ func (s *Set) awaitSync(ctx context.Context, r *running) {
 	}
 	s.mu.Lock()
 	r.synced = true
-	owners := slices.Collect(maps.Keys(r.waiting))
+	// An owner waiting for more watches than r is enqueued by the last of
+	// them: a rule resuming after a start waits for three or so, and was
+	// reconciled once by each.
+	owners := make([]types.NamespacedName, 0, len(r.waiting))
+	for o := range r.waiting {
+		if !s.waitsOnOther(o, r) {
+			owners = append(owners, o)
+		}
+	}
 	r.waiting = nil
 	var notices []notice
 	if r.onSync != nil {
@@ -205,6 +211,22 @@ func (s *Set) awaitSync(ctx context.Context, r *running) {
 	s.mu.Unlock()
 	s.send(notices)
 	s.enqueue(owners, true)
+}
+
+// waitsOnOther is whether owner waits for a watch of its own but r to sync
+// (WhenSynced); s.mu is held. Each such watch enqueues owner when it syncs
+// or stops.
+func (s *Set) waitsOnOther(owner types.NamespacedName, r *running) bool {
+	for h := range s.owners[owner] {
+		o, ok := s.serving(h.Value())
+		if !ok || o == r || o.synced {
+			continue
+		}
+		if _, waits := o.waiting[owner]; waits {
+			return true
+		}
+	}
+	return false
 }
 
 // WhenSynced reports whether every watch of owner has synced, so that List

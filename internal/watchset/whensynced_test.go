@@ -54,3 +54,30 @@ func TestWhenSynced(t *testing.T) {
 		t.Errorf("enqueued when the watch stopped unsynced: -want +got:\n%s", diff)
 	}
 }
+
+// TestWhenSyncedEnqueuesOnceForAllWatches checks that an owner waiting for
+// several watches is enqueued once, by the last of them to sync or stop, and
+// not once by each: a rule resuming after a start waits for about three,
+// and each enqueue is a reconcile of every rule of a fleet.
+func TestWhenSyncedEnqueuesOnceForAllWatches(t *testing.T) {
+	_, s, q, c := started(t)
+	ns := env.Namespace(t, "watchset-when-all-synced", nil)
+	owner := types.NamespacedName{Namespace: ns, Name: "owner"}
+	never := watchset.Watch{Resource: schema.GroupVersionResource{Group: "nothing.example.org", Version: "v1", Resource: "things"}, Namespace: ns}
+	if err := s.Ensure(owner, c, named(ns, "nothing"), never); err != nil {
+		t.Fatal(err)
+	}
+	if s.WhenSynced(owner) {
+		t.Fatal("WhenSynced(owner) = true with a watch of a resource that does not exist")
+	}
+	if got := received(q, 2*time.Second); len(got) != 0 {
+		t.Errorf("enqueued %v once one of two watches synced, want nothing until both have", got)
+	}
+	// The watch that cannot sync stops: the owner waits for nothing more.
+	if err := s.Ensure(owner, c, named(ns, "nothing")); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[types.NamespacedName]int{owner: 1}, count(received(q, 2*time.Second))); diff != "" {
+		t.Errorf("enqueued once the last watch it waited for stopped: -want +got:\n%s", diff)
+	}
+}
