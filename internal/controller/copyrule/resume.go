@@ -29,10 +29,10 @@ import (
 // maxResumeWait bounds how long a rule's first reconciles wait for its
 // watches to sync: a watch that never does (it may be refused) must not keep
 // the rule from reading. A bound on time, not on the reconciles that waited:
-// each of a rule's watches enqueues it once synced, and its first list's
-// events and the rule's own may too, so under load a rule waiting for three
-// watches is reconciled more often than it has watches before they sync
-// (TestResumesOncePerStart, TestCopyRuleRestartReadsOnlyWhatChanged).
+// the last of a rule's watches to sync enqueues it, but its first lists'
+// events and the rule's own may too, so under load a rule may wait more
+// than once before they sync (TestResumesOncePerStart,
+// TestCopyRuleRestartReadsOnlyWhatChanged).
 const maxResumeWait = time.Minute
 
 // A Version is an object as a digest knows it: which object and which
