@@ -76,6 +76,39 @@ func TestAssignSpreadsShardsAcrossMembers(t *testing.T) {
 			t.Errorf("%d shards moved between members that stayed, want at most 3", moved)
 		}
 	})
+	t.Run("AJoinOrALeaveMovesAboutItsShareOnAverage", func(t *testing.T) {
+		// Over many fleets of 3 replicas and 12 shards, a fourth joining
+		// must move 3 shards and a member leaving of 4 must move 3: the
+		// bounded loads add less than one on average (about 3.8), so the
+		// sharded tier's join, which moved 5, is within their spread.
+		const fleets, shards = 1000, 12
+		joins, leaves := 0, 0
+		for f := range fleets {
+			var ms []string
+			for j := range 4 {
+				ms = append(ms, fmt.Sprintf("provider-%d-%d", f, j))
+			}
+			four := Assign(shards, ms)
+			joins += moves(Assign(shards, ms[:3]), four)
+			leaves += moves(four, Assign(shards, ms[1:]))
+		}
+		for what, n := range map[string]int{"join": joins, "leave": leaves} {
+			if avg := float64(n) / fleets; avg > 4 {
+				t.Errorf("a %s moves %.2f of %d shards on average, want at most 4 (3 must move)", what, avg, shards)
+			}
+		}
+	})
+}
+
+// moves is how many shards changed owner from before to after.
+func moves(before, after []string) int {
+	n := 0
+	for i := range before {
+		if before[i] != after[i] {
+			n++
+		}
+	}
+	return n
 }
 
 func TestIdentityIsALabelValueFromTheName(t *testing.T) {
