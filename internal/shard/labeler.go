@@ -26,6 +26,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/clusterops/provider-clusterops/internal/flow"
+	"github.com/clusterops/provider-clusterops/internal/whole"
 )
 
 // ReasonUnknownShard is the reason of the Warning event on a managed resource
@@ -110,14 +111,16 @@ func SetupLabeler(mgr ctrl.Manager, gvk schema.GroupVersionKind, place Placement
 		place:    place,
 		recorder: mgr.GetEventRecorderFor(name), //nolint:staticcheck // Events as the other controllers record them, with the record API.
 	}
-	err = ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		WithOptions(flow.WithQueue(controller.Options{}, mgr.GetLogger())).
-		For(metadataOf(gvk), builder.OnlyMetadata).
-		WatchesRawSource(source.Kind(strays, metadataOf(gvk), &handler.TypedEnqueueRequestForObject[*metav1.PartialObjectMetadata]{})).
-		// A patch made from a cached version that the managed reconcilers'
-		// status writes overtook is tried again on what is there, quietly.
-		Complete(errors.WithSilentRequeueOnConflict(r))
+	err = whole.Controller(mgr, func(mgr ctrl.Manager) error {
+		return ctrl.NewControllerManagedBy(mgr).
+			Named(name).
+			WithOptions(flow.WithQueue(controller.Options{}, mgr.GetLogger())).
+			For(metadataOf(gvk), builder.OnlyMetadata).
+			WatchesRawSource(source.Kind(strays, metadataOf(gvk), &handler.TypedEnqueueRequestForObject[*metav1.PartialObjectMetadata]{})).
+			// A patch made from a cached version that the managed reconcilers'
+			// status writes overtook is tried again on what is there, quietly.
+			Complete(errors.WithSilentRequeueOnConflict(r))
+	})
 	return errors.Wrapf(err, "cannot set up the shard labeler of %s", gvk.Kind)
 }
 

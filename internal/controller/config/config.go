@@ -27,6 +27,7 @@ import (
 	"github.com/clusterops/provider-clusterops/apis/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/managedkind"
 	"github.com/clusterops/provider-clusterops/internal/flow"
+	"github.com/clusterops/provider-clusterops/internal/whole"
 )
 
 // Setup adds the controllers of both config kinds.
@@ -47,12 +48,14 @@ func Setup(mgr ctrl.Manager, o controller.Options) error {
 		r := providerconfig.NewReconciler(listsUncopied{managedkind.SkipNoOpWrites(mgr)}, of,
 			providerconfig.WithLogger(o.Logger.WithValues("controller", name)),
 			providerconfig.WithRecorder(event.NewAPIRecorder(mgr.GetEventRecorderFor(name)))) //nolint:staticcheck // crossplane-runtime's recorder takes the record API.
-		err := ctrl.NewControllerManagedBy(mgr).
-			Named(name).
-			WithOptions(flow.WithQueue(o.ForControllerRuntime(), mgr.GetLogger())).
-			For(k.object, builder.WithPredicates(predicate.Funcs{UpdateFunc: countsAgain})).
-			Watches(&v1alpha1.ProviderConfigUsage{}, debounced{EventHandler: &resource.EnqueueRequestForProviderConfig{Kind: k.kind}, after: usagesSettle}).
-			Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), o.GlobalRateLimiter))
+		err := whole.Controller(mgr, func(mgr ctrl.Manager) error {
+			return ctrl.NewControllerManagedBy(mgr).
+				Named(name).
+				WithOptions(flow.WithQueue(o.ForControllerRuntime(), mgr.GetLogger())).
+				For(k.object, builder.WithPredicates(predicate.Funcs{UpdateFunc: countsAgain})).
+				Watches(&v1alpha1.ProviderConfigUsage{}, debounced{EventHandler: &resource.EnqueueRequestForProviderConfig{Kind: k.kind}, after: usagesSettle}).
+				Complete(ratelimiter.NewReconciler(name, errors.WithSilentRequeueOnConflict(r), o.GlobalRateLimiter))
+		})
 		if err != nil {
 			return errors.Wrapf(err, "cannot set up %s controller", k.kind)
 		}

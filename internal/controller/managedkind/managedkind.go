@@ -36,6 +36,7 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/shard"
 	"github.com/clusterops/provider-clusterops/internal/target"
 	"github.com/clusterops/provider-clusterops/internal/watchset"
+	"github.com/clusterops/provider-clusterops/internal/whole"
 )
 
 // A Kind describes one managed resource kind to Setup.
@@ -202,39 +203,42 @@ func Setup[T resource.ModernManaged](mgr ctrl.Manager, o Options, r *target.Reso
 		return errors.Wrapf(err, "cannot set up %s controller", gk)
 	}
 	mr := managed.NewReconciler(own, k.GroupVersionKind, append(opts, k.Options...)...)
-	b := ctrl.NewControllerManagedBy(mgr).
-		Named(name).
-		WithOptions(flow.WithQueue(o.ForControllerRuntime(), mgr.GetLogger())).
-		// The filter applies to the managed resource only: events of the
-		// watched objects (a pod's status, say) must get through.
-		For(client.Object(k.Object), builder.WithPredicates(desiredStateChanged(), stillHeld(o.Shares))).
-		// An edit of an existing managed resource's spec is a change someone
-		// waits for: it ranks with the changes of what the resource made or
-		// references, above a backlog of new resources. The priority queue
-		// keeps the higher of the two ranks the request gets.
-		Watches(client.Object(k.Object), o.Flow.Handler(&handler.EnqueueRequestForObject{}), builder.WithPredicates(
-			predicate.GenerationChangedPredicate{},
-			stillHeld(o.Shares),
-			predicate.Funcs{
-				CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
-				GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
-			}))
-	if k.Watch != nil {
-		b = k.Watch(b)
-	}
-	if back != nil {
-		b = watchConfigs(b.WatchesRawSource(back), mgr.GetCache(), k.List)
-	}
-	var rr reconcile.Reconciler = retryConflicts{Reconciler: errors.WithSilentRequeueOnConflict(mr), conflicts: own.conflicts}
-	rr = pollAfterCreate{Reconciler: rr, poll: jittered(k.PollHook, o.PollJitter, rand.Float64), interval: o.PollInterval}
-	if o.Sharded() {
-		rr = shareOnly{Reconciler: rr, kube: mgr.GetClient(), object: k.Object}
-	}
-	b, rr, err := k.watchAndForget(mgr, o, b, rr)
-	if err != nil {
-		return errors.Wrapf(err, "cannot set up %s controller", gk)
-	}
-	return errors.Wrapf(b.Complete(o.Flow.Reconciler(name, rr, lightIn(mgr.GetClient(), k.Object))), "cannot set up %s controller", gk)
+	// The controller starts once every watch below is registered.
+	return whole.Controller(mgr, func(mgr ctrl.Manager) error {
+		b := ctrl.NewControllerManagedBy(mgr).
+			Named(name).
+			WithOptions(flow.WithQueue(o.ForControllerRuntime(), mgr.GetLogger())).
+			// The filter applies to the managed resource only: events of the
+			// watched objects (a pod's status, say) must get through.
+			For(client.Object(k.Object), builder.WithPredicates(desiredStateChanged(), stillHeld(o.Shares))).
+			// An edit of an existing managed resource's spec is a change someone
+			// waits for: it ranks with the changes of what the resource made or
+			// references, above a backlog of new resources. The priority queue
+			// keeps the higher of the two ranks the request gets.
+			Watches(client.Object(k.Object), o.Flow.Handler(&handler.EnqueueRequestForObject{}), builder.WithPredicates(
+				predicate.GenerationChangedPredicate{},
+				stillHeld(o.Shares),
+				predicate.Funcs{
+					CreateFunc:  func(ctrlevent.CreateEvent) bool { return false },
+					GenericFunc: func(ctrlevent.GenericEvent) bool { return false },
+				}))
+		if k.Watch != nil {
+			b = k.Watch(b)
+		}
+		if back != nil {
+			b = watchConfigs(b.WatchesRawSource(back), mgr.GetCache(), k.List)
+		}
+		var rr reconcile.Reconciler = retryConflicts{Reconciler: errors.WithSilentRequeueOnConflict(mr), conflicts: own.conflicts}
+		rr = pollAfterCreate{Reconciler: rr, poll: jittered(k.PollHook, o.PollJitter, rand.Float64), interval: o.PollInterval}
+		if o.Sharded() {
+			rr = shareOnly{Reconciler: rr, kube: mgr.GetClient(), object: k.Object}
+		}
+		b, rr, err := k.watchAndForget(mgr, o, b, rr)
+		if err != nil {
+			return errors.Wrapf(err, "cannot set up %s controller", gk)
+		}
+		return errors.Wrapf(b.Complete(o.Flow.Reconciler(name, rr, lightIn(mgr.GetClient(), k.Object))), "cannot set up %s controller", gk)
+	})
 }
 
 // lightIn says whether the managed resource of a request is light
