@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	xpv2 "github.com/crossplane/crossplane/apis/v2/core/v2"
@@ -56,10 +62,12 @@ func staggerFleet(t *testing.T, c client.Client, ns, prefix string, n int, broke
 	return refs
 }
 
-// rolloutWatch lists the namespace's Deployments every 100ms (one list is one
-// consistent snapshot) and records, for the ConfigRollout's current hash, the
-// most Deployments ever rolled and not available at once, and the order in
-// which they first carried it.
+// rolloutWatch follows every event of the namespace's Deployments from a
+// list on, so that it sees each state they pass through (one watch orders
+// the events of every Deployment), and records the most Deployments ever
+// rolled and not available at once, and the order in which they first came
+// to carry a hash other than the one before the change. Lists every 100ms
+// missed whole waves when kwok made them available within the interval.
 type rolloutWatch struct {
 	mu          sync.Mutex
 	maxInFlight int
@@ -69,46 +77,78 @@ type rolloutWatch struct {
 	done        chan struct{}
 }
 
-// watchRollout records the order in which Deployments come to carry the
-// rollout's hash, from when status names a hash other than prev (the one
-// before the change): until the rollout's status says what it rolls to, the
-// Deployments not yet rolled still match the old hash and would be taken for
-// rolled.
-func watchRollout(c client.Client, ns string, cr *workloadv1alpha1.ConfigRollout, prev string) *rolloutWatch {
+// watchRollout starts a rolloutWatch of the Deployments of ns; prev is the
+// rollout's hash before the change, which a Deployment not yet rolled
+// carries (or none, before the first roll).
+func watchRollout(t *testing.T, cfg *rest.Config, ns, prev string) *rolloutWatch {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &rolloutWatch{seen: map[string]bool{}, stop: cancel, done: make(chan struct{})}
+	deployments := kubernetes.NewForConfigOrDie(cfg).AppsV1().Deployments(ns)
+	l, err := deployments.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := map[string]*appsv1.Deployment{}
+	for i := range l.Items {
+		state[l.Items[i].Name] = &l.Items[i]
+	}
+	rw, err := watchtools.NewRetryWatcherWithContext(ctx, l.ResourceVersion, &toolscache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return deployments.Watch(ctx, o)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.note(state, prev)
 	go func() {
 		defer close(w.done)
-		_ = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			r := &workloadv1alpha1.ConfigRollout{}
-			if err := c.Get(ctx, client.ObjectKeyFromObject(cr), r); err != nil || r.Status.AtProvider.Hash == "" || r.Status.AtProvider.Hash == prev {
-				return false, nil
-			}
-			l := &appsv1.DeploymentList{}
-			if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
-				return false, nil
-			}
-			w.mu.Lock()
-			defer w.mu.Unlock()
-			n := 0
-			for i := range l.Items {
-				d := &l.Items[i]
-				if d.Spec.Template.Annotations[configHash] != r.Status.AtProvider.Hash {
+		defer rw.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-rw.ResultChan():
+				if !ok {
+					return
+				}
+				d, isDeployment := ev.Object.(*appsv1.Deployment)
+				if !isDeployment {
 					continue
 				}
-				if !w.seen[d.Name] {
-					w.seen[d.Name] = true
-					w.order = append(w.order, d.Name)
+				if ev.Type == watch.Deleted {
+					delete(state, d.Name)
+				} else {
+					state[d.Name] = d
 				}
-				if !configrollout.RolledOut(d) {
-					n++
-				}
+				w.note(state, prev)
 			}
-			w.maxInFlight = max(w.maxInFlight, n)
-			return false, nil
-		})
+		}
 	}()
 	return w
+}
+
+// note records the rollout as the Deployments in state show it.
+func (w *rolloutWatch) note(state map[string]*appsv1.Deployment, prev string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	names := slices.Sorted(maps.Keys(state))
+	n := 0
+	for _, name := range names {
+		d := state[name]
+		if h := d.Spec.Template.Annotations[configHash]; h == "" || h == prev {
+			continue
+		}
+		if !w.seen[d.Name] {
+			w.seen[d.Name] = true
+			w.order = append(w.order, d.Name)
+		}
+		if !configrollout.RolledOut(d) {
+			n++
+		}
+	}
+	w.maxInFlight = max(w.maxInFlight, n)
 }
 
 func (w *rolloutWatch) halt() (int, []string) {
@@ -158,7 +198,7 @@ func TestConfigRolloutStaggeredOnLocalControlPlane(t *testing.T) {
 	}
 	// For each of two changes of the ConfigMap.
 	for i, v := range []string{"v2", "v3"} {
-		w := watchRollout(env.Client, ns, cr, cr.Status.AtProvider.Hash)
+		w := watchRollout(t, env.Config, ns, cr.Status.AtProvider.Hash)
 		rollouts := cr.Status.AtProvider.Rollouts
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "conf", Namespace: ns}}
 		env.Update(t, cm, func() { cm.Data["k"] = v })
