@@ -82,3 +82,19 @@ func (e *Env) waitCondition(t testing.TB, timeout time.Duration, mg Conditioned,
 		return mg.GetCondition(ct).Status == corev1.ConditionTrue, nil
 	})
 }
+
+// Background runs start, such as a cache's or a manager's Start, until the
+// test ends, and waits for it to return then.
+func Background(t testing.TB, start func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = start(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-stopped
+	})
+}

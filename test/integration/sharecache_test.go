@@ -105,12 +105,7 @@ func TestShareCacheFollowsItsParts(t *testing.T) {
 	if _, err := inf.AddEventHandler(h); err != nil {
 		t.Fatal(err)
 	}
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		_ = c.Start(ctx)
-	}()
-	defer func() { cancel(); <-stopped }()
+	testenv.Background(t, c.Start)
 
 	holds := func(what string, want ...string) {
 		t.Helper()
@@ -217,12 +212,7 @@ func TestShareCacheSyncsWithoutAPartDropped(t *testing.T) {
 	if _, err := c.GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false)); err != nil {
 		t.Fatal(err)
 	}
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		_ = c.Start(ctx)
-	}()
-	defer func() { cancel(); <-stopped }()
+	testenv.Background(t, c.Start)
 	testenv.Eventually(t, 30*time.Second, "both parts to be read", func(context.Context) (bool, error) {
 		return c.Live("0") && c.Live("1"), nil
 	})

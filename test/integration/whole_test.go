@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/clusterops/provider-clusterops/internal/testenv"
 	"github.com/clusterops/provider-clusterops/internal/whole"
 )
 
@@ -79,12 +80,7 @@ func TestControllerAddedToARunningManagerWaits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		_ = mgr.Start(ctx)
-	}()
-	defer func() { cancel(); <-stopped }()
+	testenv.Background(t, mgr.Start)
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		t.Fatal("the manager's cache did not sync")
 	}
