@@ -195,8 +195,8 @@ func (s *Set) awaitSync(ctx context.Context, r *running) {
 	s.mu.Lock()
 	r.synced = true
 	// An owner waiting for more watches than r is enqueued by the last of
-	// them: a rule resuming after a start waits for three or so, and was
-	// reconciled once by each.
+	// them, not once by each: a rule resuming after a start waits for
+	// three or so.
 	owners := make([]types.NamespacedName, 0, len(r.waiting))
 	for o := range r.waiting {
 		if !s.waitsOnOther(o, r) {
