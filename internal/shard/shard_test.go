@@ -80,7 +80,7 @@ func TestAssignSpreadsShardsAcrossMembers(t *testing.T) {
 		// Over many fleets of 3 replicas and 12 shards, a fourth joining
 		// must move 3 shards and a member leaving of 4 must move 3: the
 		// bounded loads add less than one on average (about 3.8), so the
-		// sharded tier's join, which moved 5, is within their spread.
+		// sharded tier's join moving 4 or 5 is within their spread.
 		const fleets, shards = 1000, 12
 		joins, leaves := 0, 0
 		for f := range fleets {

@@ -66,8 +66,8 @@ func staggerFleet(t *testing.T, c client.Client, ns, prefix string, n int, broke
 // list on, so that it sees each state they pass through (one watch orders
 // the events of every Deployment), and records the most Deployments ever
 // rolled and not available at once, and the order in which they first came
-// to carry a hash other than the one before the change. Lists every 100ms
-// missed whole waves when kwok made them available within the interval.
+// to carry a hash other than the one before the change. Lists at intervals
+// would miss a wave that kwok makes available within one.
 type rolloutWatch struct {
 	mu          sync.Mutex
 	maxInFlight int

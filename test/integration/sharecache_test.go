@@ -174,8 +174,8 @@ func TestShareCacheFollowsItsParts(t *testing.T) {
 // TestShareCacheSyncsWithoutAPartDropped: a kind asked for just before a
 // part is dropped starts an informer in that part which stops before it
 // syncs. Waiting for the share cache to sync must not wait for it: a
-// controller started then would never run (a replica whose shards changed
-// as its controllers started reconciled nothing of some kinds). Here the
+// controller started then would never run, and a replica whose shards
+// change as its controllers start would reconcile nothing of them. Here the
 // part's informer cannot sync at all, as its reader may list ConfigMaps
 // and not Secrets.
 func TestShareCacheSyncsWithoutAPartDropped(t *testing.T) {

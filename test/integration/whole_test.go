@@ -60,12 +60,11 @@ func (p *preempted) GetCache() cache.Cache {
 
 // TestControllerAddedToARunningManagerWaits: a kind's controller is built
 // once its CRD appears, on a manager that already runs. Its workers must not
-// run until every watch the builder registers has synced. Built as
-// controller-runtime's builder does alone, the controller started as soon as
-// it was added, before its watches; they were then started unwaited for, and
-// a restarted provider's first reconciles ran before the workload watch's
-// first list, which queued them again (TestConfigRolloutAutoRestartReadsEachWorkloadOnce
-// failed one run in two).
+// run until every watch the builder registers has synced. Built by
+// controller-runtime's builder alone, the controller may start as soon as it
+// is added, before its watches, which then start unwaited for: a restarted
+// provider's first reconciles run before the workload watch's first list,
+// which queues them again (TestConfigRolloutAutoRestartReadsEachWorkloadOnce).
 func TestControllerAddedToARunningManagerWaits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
