@@ -74,11 +74,23 @@ func Setup(mgr ctrl.Manager, o managedkind.Options, r *target.Resolver) error {
 		NewClient: func(c *target.Cluster, rec event.Recorder, _ client.SubResourceWriter, _ *v1alpha1.CopyRule) managed.TypedExternalClient[*v1alpha1.CopyRule] {
 			return &external{cluster: c, resolver: r, record: rec, drift: dr, watches: ws, known: known, grants: access, outOfSync: rules, now: time.Now, resumeFor: resumeFor}
 		},
+		PollHook: untilWaitEnds(known, time.Now),
 		// Sources, copies and namespaces are watched narrowly, as metadata:
 		// the copies and namespaces on the cluster the rule writes to, the
 		// sources on the one it reads them on. A change enqueues the rule at
 		// once.
 		WatchSet: ws,
+	})
+}
+
+// untilWaitEnds brings a resuming rule's next reconcile forward to the end
+// of its wait for its watches: one whose list is refused never syncs and
+// never enqueues it, and the rule would otherwise keep its old conditions
+// until its poll. When the watches do sync first, their enqueue is earlier
+// and the queue keeps that one.
+func untilWaitEnds(k *knownCopies, now func() time.Time) managed.PollIntervalHook {
+	return managedkind.PollUntil(now, func(cr *v1alpha1.CopyRule, _ time.Time) (time.Time, bool) {
+		return k.waitEnds(cr.GetUID())
 	})
 }
 
@@ -171,7 +183,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	switch r, err := e.resume(cr, srcCl, srcNSs, targets); {
+	switch r, err := e.resume(ctx, cr, srcCl, srcNSs, targets); {
 	case err != nil:
 		return managed.ExternalObservation{}, err
 	case r != readAll:

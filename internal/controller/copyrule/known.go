@@ -108,6 +108,20 @@ func (c *knownCopies) waited(rule types.UID, now time.Time) bool {
 	return now.Before(st.waiting.Add(maxResumeWait))
 }
 
+// waitEnds returns when rule's wait for its watches ends, and whether it
+// waits: it waited and has not decided since. A watch that never syncs
+// enqueues nobody, so the rule's next reconcile must come by then, not at
+// its poll (untilWaitEnds).
+func (c *knownCopies) waitEnds(rule types.UID) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st := c.resumes[rule]
+	if st.decided || st.waiting.IsZero() {
+		return time.Time{}, false
+	}
+	return st.waiting.Add(maxResumeWait), true
+}
+
 // resumed records that rule decided: from its digest, trusted again until
 // until, or by reading (a zero until). A rule that already decided from its
 // digest keeps its first until.

@@ -4,9 +4,11 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/clusterops/provider-clusterops/apis/copy/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/reach"
 )
 
@@ -109,5 +111,55 @@ func TestResumesOncePerStart(t *testing.T) {
 	k.forget(types.NamespacedName{Namespace: "ns", Name: "o"})
 	if len(k.resumes) != 0 || len(k.uids) != 0 {
 		t.Errorf("after forgetting the rules: %v, %v; want nothing", k.resumes, k.uids)
+	}
+}
+
+// A rule that waits for its watches is reconciled again when its wait ends,
+// not at its poll: a watch whose list is refused never syncs and never
+// enqueues it. Before it waited, and once it decided, its poll stands.
+func TestResumingRuleIsReconciledWhenItsWaitEnds(t *testing.T) {
+	now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	poll := time.Hour
+	cases := map[string]struct {
+		state func(k *knownCopies, r Owner)
+		want  time.Duration
+	}{
+		"NeverWaited": {state: func(*knownCopies, Owner) {}, want: poll},
+		"StartedWaitingNow": {
+			state: func(k *knownCopies, r Owner) { k.waited(types.UID(r.UID), now) },
+			want:  maxResumeWait,
+		},
+		"WaitedAWhile": {
+			state: func(k *knownCopies, r Owner) { k.waited(types.UID(r.UID), now.Add(-maxResumeWait/4)) },
+			want:  maxResumeWait * 3 / 4,
+		},
+		"WaitOverButNotReconciledYet": {
+			state: func(k *knownCopies, r Owner) { k.waited(types.UID(r.UID), now.Add(-2*maxResumeWait)) },
+			want:  10 * time.Millisecond,
+		},
+		"ResumedFromItsDigest": {
+			state: func(k *knownCopies, r Owner) {
+				k.waited(types.UID(r.UID), now)
+				k.resumed(r, now.Add(time.Minute))
+			},
+			want: poll,
+		},
+		"Read": {
+			state: func(k *knownCopies, r Owner) {
+				k.waited(types.UID(r.UID), now)
+				k.resumed(r, time.Time{})
+			},
+			want: poll,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			k := newKnownCopies()
+			cr := &v1alpha1.CopyRule{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "r", UID: "uid-r"}}
+			tc.state(k, owner(cr))
+			if got := untilWaitEnds(k, func() time.Time { return now })(cr, poll); got != tc.want {
+				t.Errorf("next reconcile in %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
