@@ -7,6 +7,7 @@ package watchset
 
 import (
 	"context"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -37,7 +38,9 @@ type running struct {
 	// Set.mu.
 	synced  bool
 	waiting map[types.NamespacedName]struct{}
-	onSync  func() []notice
+	// done is closed once synced is set (SyncedWithin).
+	done   chan struct{}
+	onSync func() []notice
 }
 
 // notifier hands the events of informer r to the owners they concern.
@@ -123,7 +126,7 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify notifier) (*running, err
 			return []string{valueIn(m.GetNamespace(), v), valueIn("", v)}, nil
 		}
 	}
-	r := &running{}
+	r := &running{done: make(chan struct{})}
 	r.store, r.ctl = lean(mc, w, indexers, transform, s.handler(c.ID, w, func(h Happening, objs ...any) { notify(r, h, objs...) }),
 		func(_ context.Context, _ *toolscache.Reflector, err error) {
 			// The informer retries with backoff; the managed resource's poll is
@@ -194,6 +197,7 @@ func (s *Set) awaitSync(ctx context.Context, r *running) {
 	}
 	s.mu.Lock()
 	r.synced = true
+	close(r.done)
 	// An owner waiting for more watches than r is enqueued by the last of
 	// them, not once by each: a rule resuming after a start waits for
 	// three or so.
@@ -255,6 +259,48 @@ func (s *Set) WhenSynced(owner types.NamespacedName) bool {
 		r.waiting[owner] = struct{}{}
 	}
 	return all
+}
+
+// inlineWaiters bounds the reconciles that wait in SyncedWithin at once: a
+// few workers wait, so that most owners of a new share are reconciled once
+// its watches have listed rather than twice (once to wait, once enqueued),
+// and the rest of the workers go on.
+const inlineWaiters = 8
+
+// SyncedWithin is WhenSynced after waiting up to d for every watch of owner
+// to sync, when fewer than inlineWaiters reconciles wait so already.
+func (s *Set) SyncedWithin(ctx context.Context, owner types.NamespacedName, d time.Duration) bool {
+	select {
+	case s.inline <- struct{}{}:
+		defer func() { <-s.inline }()
+	default:
+		return s.WhenSynced(owner)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for _, done := range s.unsynced(owner) {
+		select {
+		case <-done:
+		case <-t.C:
+			return s.WhenSynced(owner)
+		case <-ctx.Done():
+			return s.WhenSynced(owner)
+		}
+	}
+	return s.WhenSynced(owner)
+}
+
+// unsynced are the done channels of owner's watches that have not synced.
+func (s *Set) unsynced(owner types.NamespacedName) []chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []chan struct{}
+	for h := range s.owners[owner] {
+		if r, ok := s.serving(h.Value()); ok && !r.synced {
+			out = append(out, r.done)
+		}
+	}
+	return out
 }
 
 // List returns the objects a running, synced watch w on cluster c holds, as

@@ -113,6 +113,9 @@ type Set struct {
 	// counts none.
 	peers *Peers
 
+	// inline holds a token for each reconcile waiting in SyncedWithin.
+	inline chan struct{}
+
 	// coalesceAbove and wideAbove are the package constants; tests lower or
 	// raise them.
 	coalesceAbove int
@@ -143,6 +146,8 @@ func New(log logging.Logger) *Set {
 
 		writes: ownwrite.New[object](),
 		reads:  map[types.NamespacedName][]read{},
+
+		inline: make(chan struct{}, inlineWaiters),
 
 		coalesceAbove: coalesceAbove,
 		wideAbove:     wideAbove,

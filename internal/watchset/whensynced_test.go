@@ -81,3 +81,40 @@ func TestWhenSyncedEnqueuesOnceForAllWatches(t *testing.T) {
 		t.Errorf("enqueued once the last watch it waited for stopped: -want +got:\n%s", diff)
 	}
 }
+
+// TestSyncedWithinWaitsForTheFirstList checks that an owner that waits in
+// SyncedWithin for a new watch finds it synced once it has listed, and is
+// not enqueued for it: a rule's first reconcile after a start decides then,
+// and is not reconciled twice. A watch that never syncs returns false after
+// the bound, with the owner enqueued as by WhenSynced once it stops.
+func TestSyncedWithinWaitsForTheFirstList(t *testing.T) {
+	ctx, s, q, c := started(t)
+	ns := env.Namespace(t, "watchset-synced-within", nil)
+	owner := types.NamespacedName{Namespace: ns, Name: "owner"}
+	if err := s.Ensure(owner, c, named(ns, "nothing")); err != nil {
+		t.Fatal(err)
+	}
+	if !s.SyncedWithin(ctx, owner, 30*time.Second) {
+		t.Fatal("SyncedWithin(owner) = false for a watch that lists at once")
+	}
+	if got := received(q, time.Second); len(got) != 0 {
+		t.Errorf("enqueued %v after the owner waited for its watch, want nothing", got)
+	}
+
+	other := types.NamespacedName{Namespace: ns, Name: "other"}
+	never := watchset.Watch{Resource: schema.GroupVersionResource{Group: "nothing.example.org", Version: "v1", Resource: "things"}, Namespace: ns}
+	if err := s.Ensure(other, c, never); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if s.SyncedWithin(ctx, other, 300*time.Millisecond) {
+		t.Fatal("SyncedWithin(other) = true for a watch of a resource that does not exist")
+	}
+	if took := time.Since(start); took < 300*time.Millisecond || took > 5*time.Second {
+		t.Errorf("SyncedWithin returned after %v, want about its bound of 300ms", took)
+	}
+	s.Forget(other)
+	if diff := cmp.Diff(map[types.NamespacedName]int{other: 1}, count(received(q, 2*time.Second))); diff != "" {
+		t.Errorf("enqueued when the watch stopped unsynced: -want +got:\n%s", diff)
+	}
+}
