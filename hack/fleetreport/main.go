@@ -106,7 +106,7 @@ func main() {
 		case *cost != "":
 			text, err = costReport(*cost)
 		default:
-			text, err = exploreReport(*explore)
+			text, err = exploreReport(*explore, sameExploreInputs)
 		}
 		if err == nil {
 			err = os.WriteFile(*md, []byte(text), 0o644)
