@@ -87,7 +87,7 @@ func namespace(t *testing.T, name string) string {
 // TestNotClusterAdmin shows the API server enforces RBAC on the provider's
 // identity: it may not read nodes nor grant itself more.
 func TestNotClusterAdmin(t *testing.T) {
-	c, err := client.New(serviceAccountConfig(), client.Options{Scheme: env.Scheme})
+	c, err := client.New(testenv.AsProvider(env.Config), client.Options{Scheme: env.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

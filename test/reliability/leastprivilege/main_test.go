@@ -9,15 +9,9 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
-
-	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
@@ -36,66 +30,20 @@ const wait = 60 * time.Second
 
 // The provider's identity: the ServiceAccount the RBAC binds.
 const (
-	saNamespace = "crossplane-system"
-	saName      = "provider-clusterops"
+	saNamespace = testenv.ProviderSANamespace
+	saName      = testenv.ProviderSAName
 )
-
-// rbacFiles are the RBAC this repository ships, and which kinds of each
-// are applied: the DeploymentRuntimeConfig needs Crossplane.
-var rbacFiles = map[string][]string{
-	filepath.Join("cluster", "rbac", "provider-rbac.yaml"): {"ClusterRole", "ClusterRoleBinding"},
-	filepath.Join("examples", "provider", "rbac.yaml"):     {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"},
-}
 
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Main(m, poll, func(e *testenv.Env) { env = e }, func(ctx context.Context) error {
-		if err := setup(ctx); err != nil {
+		if err := testenv.ApplyShippedRBAC(ctx, env.Client); err != nil {
 			return err
 		}
-		cfg := serviceAccountConfig()
+		cfg := testenv.AsProvider(env.Config)
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &refusalTransport{log: forbidden, next: rt} })
 		env.ProviderConfig = cfg
 		return nil
 	}))
-}
-
-// setup applies the shipped RBAC as an administrator would.
-func setup(ctx context.Context) error {
-	for f, kinds := range rbacFiles {
-		objs, err := testenv.ReadObjects(filepath.Join(testenv.RepoRoot(), f))
-		if err != nil {
-			return err
-		}
-		for _, o := range objs {
-			if !contains(kinds, o.GetKind()) {
-				continue
-			}
-			if err := env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("admin"), client.ForceOwnership); err != nil {
-				return errors.Wrapf(err, "cannot apply %s %q from %s", o.GetKind(), o.GetName(), f)
-			}
-		}
-	}
-	return nil
-}
-
-// serviceAccountConfig authenticates as the admin and impersonates the
-// provider's ServiceAccount, with the groups a token of it would carry.
-func serviceAccountConfig() *rest.Config {
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:" + saNamespace + ":" + saName,
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
-	}
-	return cfg
-}
-
-func contains(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // refusals are requests the API server answered 403 Forbidden.

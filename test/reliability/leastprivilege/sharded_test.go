@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -172,11 +171,11 @@ func shardedUnderShippedRBAC(t *testing.T, bin string) {
 const noLeaseSA = "provider-clusterops-nolease"
 
 // bindWithout binds noLeaseSA to copies of the shipped ClusterRoles
-// (rbacFiles) whose Lease rules lack verbs.
+// (testenv.ShippedRBACFiles) whose Lease rules lack verbs.
 func bindWithout(t *testing.T, verbs ...string) {
 	t.Helper()
 	ctx := context.Background()
-	for _, f := range slices.Sorted(maps.Keys(rbacFiles)) {
+	for _, f := range testenv.ShippedRBACFiles() {
 		for _, r := range clusterRoles(t, f) {
 			role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: noLeaseSA + ":" + r.Name}, Rules: r.Rules}
 			for i, rule := range role.Rules {
