@@ -267,14 +267,33 @@ func (s *Set) WhenSynced(owner types.NamespacedName) bool {
 // and the rest of the workers go on.
 const inlineWaiters = 8
 
-// SyncedWithin is WhenSynced after waiting up to d for every watch of owner
-// to sync, when fewer than inlineWaiters reconciles wait so already.
-func (s *Set) SyncedWithin(ctx context.Context, owner types.NamespacedName, d time.Duration) bool {
+// SyncedWithin runs ensure, which starts owner's watches, and reports
+// whether they have all synced within d; if not, owner is enqueued once
+// they have, as by WhenSynced. While it waits, their initial lists enqueue
+// no notice for owner: it decides from what they listed once it returns.
+// When inlineWaiters reconciles wait so already, it is WhenSynced at once.
+func (s *Set) SyncedWithin(ctx context.Context, owner types.NamespacedName, d time.Duration, ensure func() error) (bool, error) {
 	select {
 	case s.inline <- struct{}{}:
 		defer func() { <-s.inline }()
 	default:
-		return s.WhenSynced(owner)
+		if err := ensure(); err != nil {
+			return false, err
+		}
+		return s.WhenSynced(owner), nil
+	}
+	s.mu.Lock()
+	s.inlineOwners[owner]++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.inlineOwners[owner]--; s.inlineOwners[owner] <= 0 {
+			delete(s.inlineOwners, owner)
+		}
+		s.mu.Unlock()
+	}()
+	if err := ensure(); err != nil {
+		return false, err
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -282,12 +301,12 @@ func (s *Set) SyncedWithin(ctx context.Context, owner types.NamespacedName, d ti
 		select {
 		case <-done:
 		case <-t.C:
-			return s.WhenSynced(owner)
+			return s.WhenSynced(owner), nil
 		case <-ctx.Done():
-			return s.WhenSynced(owner)
+			return s.WhenSynced(owner), nil
 		}
 	}
-	return s.WhenSynced(owner)
+	return s.WhenSynced(owner), nil
 }
 
 // unsynced are the done channels of owner's watches that have not synced.

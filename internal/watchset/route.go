@@ -136,6 +136,10 @@ func (s *Set) concerned(owners *ownerSet, k key, h Happening, objs []any) []noti
 		if !concerns(s.interest[o], k.Watch, objs) || (h != Gone && s.isOwnWrite(o, k, objs)) {
 			continue
 		}
+		// An owner waiting in SyncedWithin decides from the whole list.
+		if h == Listed && s.inlineOwners[o] > 0 {
+			continue
+		}
 		read := notRead
 		if h != Gone {
 			read = s.readOf(o, k, objs)

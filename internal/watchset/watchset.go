@@ -113,8 +113,11 @@ type Set struct {
 	// counts none.
 	peers *Peers
 
-	// inline holds a token for each reconcile waiting in SyncedWithin.
-	inline chan struct{}
+	// inline holds a token for each reconcile waiting in SyncedWithin, and
+	// inlineOwners counts the owners waiting so (under mu): their watches'
+	// initial lists notify them of nothing.
+	inline       chan struct{}
+	inlineOwners map[types.NamespacedName]int
 
 	// coalesceAbove and wideAbove are the package constants; tests lower or
 	// raise them.
@@ -147,7 +150,8 @@ func New(log logging.Logger) *Set {
 		writes: ownwrite.New[object](),
 		reads:  map[types.NamespacedName][]read{},
 
-		inline: make(chan struct{}, inlineWaiters),
+		inline:       make(chan struct{}, inlineWaiters),
+		inlineOwners: map[types.NamespacedName]int{},
 
 		coalesceAbove: coalesceAbove,
 		wideAbove:     wideAbove,

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -84,31 +86,28 @@ func TestWhenSyncedEnqueuesOnceForAllWatches(t *testing.T) {
 
 // TestSyncedWithinWaitsForTheFirstList checks that an owner that waits in
 // SyncedWithin for a new watch finds it synced once it has listed, and is
-// not enqueued for it: a rule's first reconcile after a start decides then,
-// and is not reconciled twice. A watch that never syncs returns false after
-// the bound, with the owner enqueued as by WhenSynced once it stops.
+// not enqueued for it, nor for what it listed: a rule's first reconcile
+// after a start decides from that list, and is not reconciled twice. A
+// watch that never syncs returns false after the bound, with the owner
+// enqueued as by WhenSynced once it stops.
 func TestSyncedWithinWaitsForTheFirstList(t *testing.T) {
 	ctx, s, q, c := started(t)
 	ns := env.Namespace(t, "watchset-synced-within", nil)
+	env.Create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "present"}})
 	owner := types.NamespacedName{Namespace: ns, Name: "owner"}
-	if err := s.Ensure(owner, c, named(ns, "nothing")); err != nil {
-		t.Fatal(err)
-	}
-	if !s.SyncedWithin(ctx, owner, 30*time.Second) {
-		t.Fatal("SyncedWithin(owner) = false for a watch that lists at once")
+	synced, err := s.SyncedWithin(ctx, owner, 30*time.Second, func() error { return s.Ensure(owner, c, named(ns, "present")) })
+	if err != nil || !synced {
+		t.Fatalf("SyncedWithin(owner) = %v, %v for a watch that lists at once; want true", synced, err)
 	}
 	if got := received(q, time.Second); len(got) != 0 {
-		t.Errorf("enqueued %v after the owner waited for its watch, want nothing", got)
+		t.Errorf("enqueued %v after the owner waited for its watch's list, want nothing", got)
 	}
 
 	other := types.NamespacedName{Namespace: ns, Name: "other"}
 	never := watchset.Watch{Resource: schema.GroupVersionResource{Group: "nothing.example.org", Version: "v1", Resource: "things"}, Namespace: ns}
-	if err := s.Ensure(other, c, never); err != nil {
-		t.Fatal(err)
-	}
 	start := time.Now()
-	if s.SyncedWithin(ctx, other, 300*time.Millisecond) {
-		t.Fatal("SyncedWithin(other) = true for a watch of a resource that does not exist")
+	if synced, err := s.SyncedWithin(ctx, other, 300*time.Millisecond, func() error { return s.Ensure(other, c, never) }); err != nil || synced {
+		t.Fatalf("SyncedWithin(other) = %v, %v for a watch of a resource that does not exist; want false", synced, err)
 	}
 	if took := time.Since(start); took < 300*time.Millisecond || took > 5*time.Second {
 		t.Errorf("SyncedWithin returned after %v, want about its bound of 300ms", took)

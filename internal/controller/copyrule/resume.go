@@ -212,10 +212,11 @@ func (e *external) resume(ctx context.Context, cr *v1alpha1.CopyRule, src *targe
 			e.watches.Read(own, src, e.src.Resource, s.Namespace, s.Name, s.ResourceVersion)
 		}
 	}
-	if err := e.watch(cr, nil); err != nil {
+	synced, err := e.watches.SyncedWithin(ctx, own, resumeInline, func() error { return e.watch(cr, nil) })
+	if err != nil {
 		return readAll, err
 	}
-	if !e.watches.SyncedWithin(ctx, own, resumeInline) && e.known.waited(uid, e.now()) {
+	if !synced && e.known.waited(uid, e.now()) {
 		return waitForWatches, nil
 	}
 	sources, ok := e.heldSources(src, cr.Spec.ForProvider, srcNSs)
