@@ -24,7 +24,10 @@ func TestConcernedRanksChangesAboveLists(t *testing.T) {
 		reason string
 		h      Happening
 		objs   []any
-		want   []notice
+		// waiting: unread waits for the delivering watch to sync; inline:
+		// it waits in SyncedWithin.
+		waiting, inline bool
+		want            []notice
 	}{
 		"ListedAsRead": {
 			reason: "A list showing the object as its reader read it tells the reader nothing; the other owner's is routine.",
@@ -46,6 +49,21 @@ func TestConcernedRanksChangesAboveLists(t *testing.T) {
 			h:      Changed, objs: cm("1"),
 			want: []notice{{owner: unread}},
 		},
+		"ListedToAnOwnerWaitingForTheSync": {
+			reason: "An owner enqueued once the watch synced decides from the whole list then: no list event enqueues it before.",
+			h:      Listed, objs: cm("2"), waiting: true,
+			want: []notice{{owner: readV1}},
+		},
+		"ListedToAnOwnerWaitingInline": {
+			reason: "An owner waiting in SyncedWithin decides from the whole list once it returns.",
+			h:      Listed, objs: cm("2"), inline: true,
+			want: []notice{{owner: readV1}},
+		},
+		"ChangedToAnOwnerWaitingForTheSync": {
+			reason: "A change while the watch lists is news to an owner waiting for it all the same.",
+			h:      Changed, objs: cm("2"), waiting: true,
+			want: []notice{{owner: readV1}, {owner: unread}},
+		},
 		"Gone": {
 			reason: "A deletion concerns every owner, whatever it read.",
 			h:      Gone, objs: cm("1"),
@@ -59,7 +77,14 @@ func TestConcernedRanksChangesAboveLists(t *testing.T) {
 			owners := &ownerSet{}
 			owners.add(readV1)
 			owners.add(unread)
-			got := s.concerned(owners, k, tc.h, tc.objs)
+			from := &running{}
+			if tc.waiting {
+				from.waiting = map[types.NamespacedName]struct{}{unread: {}}
+			}
+			if tc.inline {
+				s.inlineOwners[unread] = 1
+			}
+			got := s.concerned(from, owners, k, tc.h, tc.objs)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(notice{})); diff != "" {
 				t.Errorf("\n%s\nconcerned(...): -want, +got:\n%s", tc.reason, diff)
 			}

@@ -43,6 +43,16 @@ type running struct {
 	onSync func() []notice
 }
 
+// waits reports whether owner waits for r to sync (WhenSynced); Set.mu is
+// held. A nil r has no owner waiting.
+func (r *running) waits(owner types.NamespacedName) bool {
+	if r == nil {
+		return false
+	}
+	_, ok := r.waiting[owner]
+	return ok
+}
+
 // notifier hands the events of informer r to the owners they concern.
 type notifier func(r *running, h Happening, objs ...any)
 
@@ -265,7 +275,7 @@ func (s *Set) WhenSynced(owner types.NamespacedName) bool {
 // few workers wait, so that most owners of a new share are reconciled once
 // its watches have listed rather than twice (once to wait, once enqueued),
 // and the rest of the workers go on.
-const inlineWaiters = 8
+const inlineWaiters = 32
 
 // SyncedWithin runs ensure, which starts owner's watches, and reports
 // whether they have all synced within d; if not, owner is enqueued once

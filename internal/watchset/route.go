@@ -65,7 +65,7 @@ func (s *Set) notify(k key, h Happening, objs ...any) {
 	s.mu.Lock()
 	var notices []notice
 	if r, ok := s.watches[k]; ok {
-		notices = s.concerned(r.owners, k, h, objs)
+		notices = s.concerned(r, r.owners, k, h, objs)
 	}
 	s.mu.Unlock()
 	s.send(notices)
@@ -114,7 +114,7 @@ func (s *Set) route(r *running, place placer, h Happening, objs ...any) {
 		if h == Listed && s.told(r, g, v, last) {
 			continue
 		}
-		notices = append(notices, s.concerned(s.values[g][v], g.watch(v), h, objs)...)
+		notices = append(notices, s.concerned(r, s.values[g][v], g.watch(v), h, objs)...)
 	}
 	s.mu.Unlock()
 	s.send(notices)
@@ -122,7 +122,8 @@ func (s *Set) route(r *running, place placer, h Happening, objs ...any) {
 
 // concerned returns notices for those of owners that an event h of w about
 // objs concerns, that did not make it themselves and, unless the object is
-// gone, have not read it as it is now; s.mu is held.
+// gone, have not read it as it is now; s.mu is held. from is the informer
+// that delivered the event.
 //
 // A watch's initial list is routine, but not where it shows an object at
 // another version than its owner read: that is a change the owner has not
@@ -130,14 +131,16 @@ func (s *Set) route(r *running, place placer, h Happening, objs ...any) {
 // coalesce into one, whose list then carries a change made in between), and
 // as urgent as any other: ranked with the list, it would wait behind a
 // converging fleet's backlog (TestConcernedRanksChangesAboveLists).
-func (s *Set) concerned(owners *ownerSet, k key, h Happening, objs []any) []notice {
+func (s *Set) concerned(from *running, owners *ownerSet, k key, h Happening, objs []any) []notice {
 	out := make([]notice, 0, owners.len())
 	for o := range owners.all() {
 		if !concerns(s.interest[o], k.Watch, objs) || (h != Gone && s.isOwnWrite(o, k, objs)) {
 			continue
 		}
-		// An owner waiting in SyncedWithin decides from the whole list.
-		if h == Listed && s.inlineOwners[o] > 0 {
+		// An owner waiting for the list to end, in SyncedWithin or to be
+		// enqueued once its watches synced (WhenSynced), decides from the
+		// whole list then.
+		if h == Listed && (s.inlineOwners[o] > 0 || from.waits(o)) {
 			continue
 		}
 		read := notRead

@@ -295,7 +295,7 @@ func (s *Set) lost(from *running, place placer, to func(key) (*running, bool)) [
 				continue
 			}
 		}
-		out = append(out, s.concerned(owners, k, Gone, []any{o})...)
+		out = append(out, s.concerned(nil, owners, k, Gone, []any{o})...)
 	}
 	return out
 }
