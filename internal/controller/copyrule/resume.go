@@ -29,11 +29,12 @@ import (
 
 // maxResumeWait bounds how long a rule's first reconciles wait for its
 // watches to sync: a watch that never does (it may be refused) must not keep
-// the rule from reading. A bound on time, not on the reconciles that waited:
-// the last of a rule's watches to sync enqueues it, but its first lists'
-// events and the rule's own may too, so under load a rule may wait more
-// than once before they sync (TestResumesOncePerStart,
-// TestCopyRuleRestartReadsOnlyWhatChanged).
+// the rule from reading; the poll hook (untilWaitEnds) reconciles it then.
+// A bound on time, not on the reconciles that waited: the last of a rule's
+// watches to sync enqueues it, but a change while they list, the list of a
+// watch it shares that began before it waited, and the rule's own events
+// may too, so a rule may wait more than once before they sync
+// (TestResumesOncePerStart, TestCopyRuleRestartReadsOnlyWhatChanged).
 const maxResumeWait = time.Minute
 
 // resumeInline is how long a rule's first reconcile may hold its worker for
