@@ -6,7 +6,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -19,6 +21,7 @@ import (
 	workloadv1alpha1 "github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
 	"github.com/clusterops/provider-clusterops/internal/controller/configrollout"
 	"github.com/clusterops/provider-clusterops/internal/shard"
+	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
 // goneTimeout bounds how long a deleted rule may take to go, its copies
@@ -109,6 +112,8 @@ func (s *State) applyFleet(ctx context.Context, op Op) error {
 		return s.Fleet.Start(op.Identity)
 	case OpLeave:
 		return s.Fleet.Stop(op.Replica)
+	case OpRevoke:
+		return s.revoke(ctx, time.Duration(op.Millis)*time.Millisecond)
 	case OpCheckpoint:
 		// The run checks the liveness oracles after it.
 		return nil
@@ -122,6 +127,23 @@ func (s *State) applyFleet(ctx context.Context, op Op) error {
 		}
 	}
 	return errors.Errorf("unknown operation %q", op.Type)
+}
+
+// revoke deletes the provider's workloads binding for d, then applies it
+// again.
+func (s *State) revoke(ctx context.Context, d time.Duration) error {
+	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: testenv.WorkloadsBinding}}
+	if err := client.IgnoreNotFound(s.World.c.Delete(ctx, b)); err != nil {
+		return err
+	}
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+	// Applied even when ctx ended: the rest of the run needs the grant.
+	restore, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	return testenv.ApplyShippedRBAC(restore, s.World.c, testenv.WorkloadsBinding)
 }
 
 // replace updates web-j without the lock. A Deployment's generation rises

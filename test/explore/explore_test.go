@@ -52,7 +52,8 @@ func runMain(m *testing.M) int {
 // env is the API server TestMain started, for TestExplore alone.
 var env *testenv.Env
 
-// prepare creates the provider's namespace and the default
+// prepare creates the provider's namespace, applies the RBAC this repository
+// ships, which the replicas run under, creates the default
 // ClusterProviderConfig, and labels every denied namespace reachable: the
 // config's selector reaches them, and its deny must still win.
 func prepare(e *testenv.Env) error {
@@ -67,6 +68,9 @@ func prepare(e *testenv.Env) error {
 		if err := e.Client.Patch(ctx, n, reachable); err != nil {
 			return err
 		}
+	}
+	if err := testenv.ApplyShippedRBAC(ctx, e.Client); err != nil {
+		return err
 	}
 	_, err := testenv.ApplyFile(ctx, e.Client, testenv.RepoRoot()+"/examples/providerconfig/clusterproviderconfig.yaml")
 	return err

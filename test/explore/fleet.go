@@ -38,6 +38,8 @@ type Fleet struct {
 	// server share no identity, so none takes a Lease an earlier run held.
 	prefix   string
 	replicas []*replica
+	// cfg is the provider's ServiceAccount's, bound to the RBAC this
+	// repository ships (OpRevoke takes part of it away).
 	// requests, when set, records what every replica sends into the
 	// world's namespaces.
 	requests *requestLog

@@ -99,6 +99,12 @@ const (
 	OpDeny = "deny"
 	// OpAllow removes denyable namespace T from deniedNamespaces again.
 	OpAllow = "allow"
+	// OpRevoke deletes the provider's ClusterRoleBinding of what the kinds
+	// do to ConfigMaps, Secrets, pods, workloads and Leases for Millis
+	// milliseconds, and applies it again, as an administrator's slip does:
+	// every list, write and Lease renewal of the replicas is refused
+	// meanwhile.
+	OpRevoke = "revoke"
 	// OpObserve switches the managed resource (Kind, J) to
 	// managementPolicies [Observe] (T 1) or back to ["*"] (T 0).
 	OpObserve = "observe"
@@ -355,6 +361,8 @@ func (m *model) fleetChoices() [][]choice {
 		}),
 		when(m.replicas < maxReplicas, 2, func(_ *rand.Rand, m *model, _ int) Op { return Op{Type: OpJoin, Identity: m.next()} }),
 		when(m.replicas > minReplicas, 2, func(r *rand.Rand, m *model, _ int) Op { return Op{Type: OpLeave, Replica: r.IntN(m.replicas)} }),
+		// From within a renewal to past a Lease's duration (3 and 4 s).
+		always(2, func(r *rand.Rand, _ *model, _ int) Op { return Op{Type: OpRevoke, Millis: 500 + r.IntN(5500)} }),
 	}
 }
 

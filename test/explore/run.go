@@ -193,7 +193,7 @@ func execute(t *testing.T, env *testenv.Env, seq Sequence, sum *Summary, tag str
 		t.Fatal(err)
 	}
 	r := &run{t: t, env: env, seq: seq}
-	r.st = &State{World: w, Fleet: &Fleet{cfg: env.Config, prefix: prefix, requests: &requestLog{prefix: "team-" + w.id() + "-"}}, m: newModel(seq.Seed), cs: cs, logf: t.Logf, sum: sum}
+	r.st = &State{World: w, Fleet: &Fleet{cfg: testenv.AsProvider(env.Config), prefix: prefix, requests: &requestLog{prefix: "team-" + w.id() + "-"}}, m: newModel(seq.Seed), cs: cs, logf: t.Logf, sum: sum}
 	r.st.pods = watchPods(cs, w.App(), podName())
 	defer r.st.pods.stop()
 	defer func() {
