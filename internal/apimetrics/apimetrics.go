@@ -25,7 +25,7 @@ type counters struct {
 
 // newCounters registers the request metrics with reg, or takes those
 // already registered there: a test process builds several providers into
-// one registry, and a sharded replica builds its leading part again.
+// one registry, and a sharded replica builds its lead manager again.
 func newCounters(reg prometheus.Registerer) (*counters, error) {
 	c := &counters{}
 	var err error

@@ -8,7 +8,7 @@ import (
 
 // Existing registers c with reg, or returns the collector of the same
 // metrics already registered there: a test process builds several
-// providers, a sharded replica builds its leading part again, and
+// providers, a sharded replica builds its lead manager again, and
 // controller-runtime's registry is global.
 func Existing[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
 	var none C

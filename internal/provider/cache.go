@@ -23,7 +23,7 @@ func cacheOptions(sync time.Duration, share labels.Selector) (cache.Options, err
 	if share != nil {
 		// A replica's share reads the usages of its own resources, which
 		// carry their shard (target's track); the configs' controllers, on
-		// the leading part, count every usage.
+		// the lead manager, count every usage.
 		byObject[&v1alpha1.ProviderConfigUsage{}] = cache.ByObject{Label: share}
 	}
 	// Safe-start reads only a CRD's names, versions and conditions; the

@@ -121,7 +121,7 @@ type Options struct {
 
 	// SkipNameValidation lets controllers share names with those of another
 	// provider in the same process: tests build several, and a sharded
-	// replica builds its leading part again when it loses the lead, and its
+	// replica builds its lead manager again when it loses the lead, and its
 	// share's controllers again if they fail.
 	SkipNameValidation bool
 
@@ -138,7 +138,7 @@ type Options struct {
 	Identity string
 
 	// shares are the caches of a sharded replica's share, which follow the
-	// shards it holds; nil in the replica's leading part and in a provider
+	// shards it holds; nil in the replica's lead manager and in a provider
 	// that is not sharded.
 	shares *shard.Shares
 }
@@ -154,8 +154,8 @@ func (o Options) registry() prometheus.Registerer {
 }
 
 // parts are the controllers o's provider runs, with the options that go
-// with them: a sharded replica's leading part always elects a leader, and
-// its share's manager serves no endpoints (the leading part's serve the
+// with them: a sharded replica's lead manager always elects a leader, and
+// its share's manager serves no endpoints (the lead manager's serve the
 // process's metrics) and is built again, with the same controllers, if it
 // fails.
 func parts(o Options) (clusterops.Parts, Options) {
@@ -182,8 +182,8 @@ type Provider struct {
 	closeConn func() error
 	// sharding, on a replica's share, holds its shards (shareWork).
 	sharding *sharding
-	// share, on a sharded replica's leading part, runs the replica's share
-	// of the fleet; o builds the leading part again (lead).
+	// share, on a sharded replica's lead manager, runs the replica's share
+	// of the fleet; o builds the lead manager again (lead).
 	share *shareRunner
 	o     Options
 }
@@ -294,7 +294,7 @@ func clientConfigs(o Options, fc *flow.Control, reg prometheus.Registerer) (loca
 
 // newManager makes the controller manager, with its cache, endpoints and
 // leader election. A replica's share caches its shards' objects in a cache
-// per shard (sharding.newCache); its leading part caches only the managed
+// per shard (sharding.newCache); its lead manager caches only the managed
 // resources the labeler has yet to place.
 func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config, sh *sharding) (ctrl.Manager, error) {
 	co, err := cacheOptions(o.Sync, nil)
@@ -447,7 +447,7 @@ func (p *Provider) setUpKinds(safeStart bool, ko managedkind.Options, which clus
 }
 
 // Start runs the provider until ctx ends. A sharded replica runs its share
-// of the fleet beside its leading part (lead).
+// of the fleet beside its lead manager (lead).
 func (p *Provider) Start(ctx context.Context) error {
 	if p.share != nil {
 		return p.lead(ctx)

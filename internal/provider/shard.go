@@ -33,7 +33,7 @@ import (
 // resources go, and, on a replica's share, which shards it holds now.
 type sharding struct {
 	place shard.Placement
-	// shares are the caches of a replica's share; nil in its leading part.
+	// shares are the caches of a replica's share; nil in its lead manager.
 	shares *shard.Shares
 
 	mu    sync.Mutex
@@ -343,8 +343,8 @@ func positiveOr[T ~int64](v, d T) T {
 }
 
 // lead runs a sharded replica until ctx ends: its share of the fleet, and
-// its leading part, which campaigns for the lead and runs the singletons
-// (the configs' controllers, the labeler) while it holds it. A leading part
+// its lead manager, which campaigns for the lead and runs the singletons
+// (the configs' controllers, the labeler) while it holds it. A lead manager
 // that stops with an error once it was elected lost the Lease (controller-
 // runtime stops it when it cannot renew in time, as when the API server is
 // slow to answer) or a singleton failed: the replica builds it again to
@@ -359,7 +359,7 @@ func (p *Provider) lead(ctx context.Context) error {
 	shared := make(chan error, 1)
 	go func() { shared <- p.share.Start(ctx) }()
 	leading := p
-	// The leading part built again names its controllers as the first did.
+	// The lead manager built again names its controllers as the first did.
 	again := p.o
 	again.SkipNameValidation = true
 	for {
@@ -389,7 +389,7 @@ func elected(p *Provider) bool {
 	}
 }
 
-// buildLead builds the leading part again from o, retrying with backoff
+// buildLead builds the lead manager again from o, retrying with backoff
 // until ctx ends: building it reads the API server, which may be as slow to
 // answer as it was to renew the Lease. Nil once ctx ended.
 func (p *Provider) buildLead(ctx context.Context, o Options) *Provider {
@@ -400,7 +400,7 @@ func (p *Provider) buildLead(ctx context.Context, o Options) *Provider {
 			return l
 		}
 		d := b.Step()
-		p.logInfo("Cannot build the leading part again; retrying, acting on the replica's share meanwhile", "error", err, "retryAfter", d)
+		p.logInfo("Cannot build the lead manager again; retrying, acting on the replica's share meanwhile", "error", err, "retryAfter", d)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -432,11 +432,11 @@ func servedBy(cfg *rest.Config) (func(schema.GroupVersionKind) bool, error) {
 	}, nil
 }
 
-// labelerCacheOptions scope a leading part's caches of managed resources to
+// labelerCacheOptions scope a lead manager's caches of managed resources to
 // those the labeler has yet to place (shard.LabelerCacheOptions). Only kinds
 // the API server serves are scoped: a cache cannot be built for one it does
 // not, and with safe-start a kind's CRD may come later (Crossplane's
-// activation policies). Such a kind is cached whole until the leading part
+// activation policies). Such a kind is cached whole until the lead manager
 // is built again.
 func labelerCacheOptions(shards int, cfg *rest.Config) (map[client.Object]cache.ByObject, error) {
 	served, err := servedBy(cfg)

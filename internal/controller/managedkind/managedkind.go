@@ -94,7 +94,7 @@ type Options struct {
 	Flow *flow.Control
 	// Metrics is the provider's registry: each kind registers its metrics
 	// there, or takes those of the same name already registered (a process
-	// that builds several providers, a leading part built again).
+	// that builds several providers, a lead manager built again).
 	Metrics prometheus.Registerer
 	// Shares are, on a sharded replica, the caches that follow the shards it
 	// holds (shard.Shares): the manager's cache holds only the managed

@@ -388,7 +388,7 @@ func TestReplicaKeepsItsShareWhenItLosesTheLead(t *testing.T) {
 }
 
 // TestReplicaKeepsItsShareWhileTheLeadCannotBeBuilt: as above, while the
-// API server refuses the reads that building the leading part makes first
+// API server refuses the reads that building the lead manager makes first
 // (the shards' placement, in the provider's namespace), so that building it
 // again fails for a while: the replica retries it, acting on its shards all
 // the while, and leads again once the API server answers.
@@ -428,7 +428,7 @@ func keepsItsShare(t *testing.T, id string, down *outage) {
 	o := testenv.ProviderOptions(env.Config, time.Hour, 50)
 	o.Namespace = ns
 	// Its controllers' names are checked, as in a process of its own: the
-	// leading part built again must not fail on its own names.
+	// lead manager built again must not fail on its own names.
 	o.Shards, o.Identity = shards, id
 	o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = 4*time.Second, 3*time.Second, 500*time.Millisecond
 	reg := prometheus.NewRegistry()
@@ -454,7 +454,7 @@ func keepsItsShare(t *testing.T, id string, down *outage) {
 		}
 		return ptr.Deref(l.Spec.HolderIdentity, ""), nil
 	}
-	// The only replica leads: the Lease names its leading part (controller-
+	// The only replica leads: the Lease names its lead manager (controller-
 	// runtime's identity, not the replica's). Its share has been built: it
 	// acts on every shard, as it has for a few seconds.
 	var since time.Time
@@ -509,7 +509,7 @@ func keepsItsShare(t *testing.T, id string, down *outage) {
 		if err == nil && holder != "thief" && holder != "" && (down == nil || !down.on.Load()) {
 			t.Logf("%s leads again as %s", id, holder)
 			if down != nil && down.refused.Load() == 0 {
-				t.Errorf("%s built its leading part again without meeting the outage", id)
+				t.Errorf("%s built its lead manager again without meeting the outage", id)
 			}
 			break
 		}

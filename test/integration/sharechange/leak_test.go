@@ -253,7 +253,7 @@ type tracker struct {
 
 func (tr *tracker) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A share's cache lists and watches the CopyRules of its shards; the
-	// leading part's, those of none.
+	// lead manager's, those of none.
 	if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/copyrules") &&
 		strings.Contains(req.URL.Query().Get("labelSelector"), shard.Label+" in ") {
 		tr.r.builds.Add(1)
