@@ -24,10 +24,9 @@ func TestConcernedRanksChangesAboveLists(t *testing.T) {
 		reason string
 		h      Happening
 		objs   []any
-		// waiting: unread waits for the delivering watch to sync; inline:
-		// it waits in SyncedWithin.
-		waiting, inline bool
-		want            []notice
+		// waiting: both owners wait for the delivering watch to sync.
+		waiting bool
+		want    []notice
 	}{
 		"ListedAsRead": {
 			reason: "A list showing the object as its reader read it tells the reader nothing; the other owner's is routine.",
@@ -49,17 +48,12 @@ func TestConcernedRanksChangesAboveLists(t *testing.T) {
 			h:      Changed, objs: cm("1"),
 			want: []notice{{owner: unread}},
 		},
-		"ListedToAnOwnerWaitingForTheSync": {
-			reason: "An owner enqueued once the watch synced decides from the whole list then: no list event enqueues it before.",
+		"ListedToOwnersWaitingForTheSync": {
+			reason: "An owner enqueued once the watch synced decides from the whole list then: a list event is news only where it shows a change since the owner read the object, which stays urgent.",
 			h:      Listed, objs: cm("2"), waiting: true,
 			want: []notice{{owner: readV1}},
 		},
-		"ListedToAnOwnerWaitingInline": {
-			reason: "An owner waiting in SyncedWithin decides from the whole list once it returns.",
-			h:      Listed, objs: cm("2"), inline: true,
-			want: []notice{{owner: readV1}},
-		},
-		"ChangedToAnOwnerWaitingForTheSync": {
+		"ChangedToOwnersWaitingForTheSync": {
 			reason: "A change while the watch lists is news to an owner waiting for it all the same.",
 			h:      Changed, objs: cm("2"), waiting: true,
 			want: []notice{{owner: readV1}, {owner: unread}},
@@ -79,10 +73,7 @@ func TestConcernedRanksChangesAboveLists(t *testing.T) {
 			owners.add(unread)
 			from := &running{}
 			if tc.waiting {
-				from.waiting = map[types.NamespacedName]struct{}{unread: {}}
-			}
-			if tc.inline {
-				s.inlineOwners[unread] = 1
+				from.waiting = map[types.NamespacedName]struct{}{readV1: {}, unread: {}}
 			}
 			got := s.concerned(from, owners, k, tc.h, tc.objs)
 			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(notice{})); diff != "" {

@@ -7,7 +7,6 @@ package watchset
 
 import (
 	"context"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
@@ -38,9 +37,7 @@ type running struct {
 	// Set.mu.
 	synced  bool
 	waiting map[types.NamespacedName]struct{}
-	// done is closed once synced is set (SyncedWithin).
-	done   chan struct{}
-	onSync func() []notice
+	onSync  func() []notice
 }
 
 // waits reports whether owner waits for r to sync (WhenSynced); Set.mu is
@@ -136,7 +133,7 @@ func (s *Set) inform(c *target.Cluster, w Watch, notify notifier) (*running, err
 			return []string{valueIn(m.GetNamespace(), v), valueIn("", v)}, nil
 		}
 	}
-	r := &running{done: make(chan struct{})}
+	r := &running{}
 	r.store, r.ctl = lean(mc, w, indexers, transform, s.handler(c.ID, w, func(h Happening, objs ...any) { notify(r, h, objs...) }),
 		func(_ context.Context, _ *toolscache.Reflector, err error) {
 			// The informer retries with backoff; the managed resource's poll is
@@ -207,7 +204,6 @@ func (s *Set) awaitSync(ctx context.Context, r *running) {
 	}
 	s.mu.Lock()
 	r.synced = true
-	close(r.done)
 	// An owner waiting for more watches than r is enqueued by the last of
 	// them, not once by each: a rule resuming after a start waits for
 	// three or so.
@@ -269,67 +265,6 @@ func (s *Set) WhenSynced(owner types.NamespacedName) bool {
 		r.waiting[owner] = struct{}{}
 	}
 	return all
-}
-
-// inlineWaiters bounds the reconciles that wait in SyncedWithin at once: a
-// few workers wait, so that most owners of a new share are reconciled once
-// its watches have listed rather than twice (once to wait, once enqueued),
-// and the rest of the workers go on.
-const inlineWaiters = 32
-
-// SyncedWithin runs ensure, which starts owner's watches, and reports
-// whether they have all synced within d; if not, owner is enqueued once
-// they have, as by WhenSynced. While it waits, their initial lists enqueue
-// no notice for owner: it decides from what they listed once it returns.
-// When inlineWaiters reconciles wait so already, it is WhenSynced at once.
-func (s *Set) SyncedWithin(ctx context.Context, owner types.NamespacedName, d time.Duration, ensure func() error) (bool, error) {
-	select {
-	case s.inline <- struct{}{}:
-		defer func() { <-s.inline }()
-	default:
-		if err := ensure(); err != nil {
-			return false, err
-		}
-		return s.WhenSynced(owner), nil
-	}
-	s.mu.Lock()
-	s.inlineOwners[owner]++
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		if s.inlineOwners[owner]--; s.inlineOwners[owner] <= 0 {
-			delete(s.inlineOwners, owner)
-		}
-		s.mu.Unlock()
-	}()
-	if err := ensure(); err != nil {
-		return false, err
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for _, done := range s.unsynced(owner) {
-		select {
-		case <-done:
-		case <-t.C:
-			return s.WhenSynced(owner), nil
-		case <-ctx.Done():
-			return s.WhenSynced(owner), nil
-		}
-	}
-	return s.WhenSynced(owner), nil
-}
-
-// unsynced are the done channels of owner's watches that have not synced.
-func (s *Set) unsynced(owner types.NamespacedName) []chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []chan struct{}
-	for h := range s.owners[owner] {
-		if r, ok := s.serving(h.Value()); ok && !r.synced {
-			out = append(out, r.done)
-		}
-	}
-	return out
 }
 
 // List returns the objects a running, synced watch w on cluster c holds, as

@@ -137,17 +137,14 @@ func (s *Set) concerned(from *running, owners *ownerSet, k key, h Happening, obj
 		if !concerns(s.interest[o], k.Watch, objs) || (h != Gone && s.isOwnWrite(o, k, objs)) {
 			continue
 		}
-		// An owner waiting for the list to end, in SyncedWithin or to be
-		// enqueued once its watches synced (WhenSynced), decides from the
-		// whole list then.
-		if h == Listed && (s.inlineOwners[o] > 0 || from.waits(o)) {
-			continue
-		}
 		read := notRead
 		if h != Gone {
 			read = s.readOf(o, k, objs)
 		}
-		if read == readAsIs {
+		// An owner to be enqueued once the list has ended (WhenSynced)
+		// decides from the whole list then; only a change since it read
+		// the object is news to it now.
+		if read == readAsIs || (h == Listed && read == notRead && from.waits(o)) {
 			continue
 		}
 		out = append(out, notice{owner: o, listed: h == Listed && read == notRead})

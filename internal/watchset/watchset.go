@@ -113,12 +113,6 @@ type Set struct {
 	// counts none.
 	peers *Peers
 
-	// inline holds a token for each reconcile waiting in SyncedWithin, and
-	// inlineOwners counts the owners waiting so (under mu): their watches'
-	// initial lists notify them of nothing.
-	inline       chan struct{}
-	inlineOwners map[types.NamespacedName]int
-
 	// coalesceAbove and wideAbove are the package constants; tests lower or
 	// raise them.
 	coalesceAbove int
@@ -149,9 +143,6 @@ func New(log logging.Logger) *Set {
 
 		writes: ownwrite.New[object](),
 		reads:  map[types.NamespacedName][]read{},
-
-		inline:       make(chan struct{}, inlineWaiters),
-		inlineOwners: map[types.NamespacedName]int{},
 
 		coalesceAbove: coalesceAbove,
 		wideAbove:     wideAbove,

@@ -183,7 +183,7 @@ func (e *external) Observe(ctx context.Context, cr *v1alpha1.CopyRule) (managed.
 	if err != nil {
 		return managed.ExternalObservation{}, err
 	}
-	switch r, err := e.resume(ctx, cr, srcCl, srcNSs, targets); {
+	switch r, err := e.resume(cr, srcCl, srcNSs, targets); {
 	case err != nil:
 		return managed.ExternalObservation{}, err
 	case r != readAll:

@@ -1,7 +1,6 @@
 package copyrule
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -36,12 +35,6 @@ import (
 // may too, so a rule may wait more than once before they sync
 // (TestResumesOncePerStart, TestCopyRuleRestartReadsOnlyWhatChanged).
 const maxResumeWait = time.Minute
-
-// resumeInline is how long a rule's first reconcile may hold its worker for
-// its new watches' first lists, so that it decides then instead of being
-// reconciled again once they have listed (watchset.SyncedWithin bounds how
-// many wait so at once).
-const resumeInline = 2 * time.Second
 
 // A Version is an object as a digest knows it: which object and which
 // version of it. Any write changes the version.
@@ -192,7 +185,7 @@ const (
 // after, the reconciles that late events of those watches bring. Any other
 // reconcile reads: polls are the safety net for what a watch might not have
 // told, and never come that early.
-func (e *external) resume(ctx context.Context, cr *v1alpha1.CopyRule, src *target.Cluster, srcNSs []string, t Targets) (resumption, error) {
+func (e *external) resume(cr *v1alpha1.CopyRule, src *target.Cluster, srcNSs []string, t Targets) (resumption, error) {
 	uid := cr.GetUID()
 	if !e.known.resuming(uid, e.now()) {
 		return readAll, nil
@@ -213,11 +206,10 @@ func (e *external) resume(ctx context.Context, cr *v1alpha1.CopyRule, src *targe
 			e.watches.Read(own, src, e.src.Resource, s.Namespace, s.Name, s.ResourceVersion)
 		}
 	}
-	synced, err := e.watches.SyncedWithin(ctx, own, resumeInline, func() error { return e.watch(cr, nil) })
-	if err != nil {
+	if err := e.watch(cr, nil); err != nil {
 		return readAll, err
 	}
-	if !synced && e.known.waited(uid, e.now()) {
+	if !e.watches.WhenSynced(own) && e.known.waited(uid, e.now()) {
 		return waitForWatches, nil
 	}
 	sources, ok := e.heldSources(src, cr.Spec.ForProvider, srcNSs)
