@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -45,11 +46,24 @@ const (
 // exploreInputs are the paths whose content decides what an explorer run
 // exercises: the provider, its APIs and CRDs, and the explorer itself.
 // Runs of commits that agree on them all ran the code of the final commit.
-var exploreInputs = []string{"go.mod", "go.sum", "apis", "cmd", "internal", "package", "test/explore"}
+var exploreInputs = []string{"go.mod", "go.sum", "apis", "cmd", "internal", "package", "test/explore",
+	"cluster/rbac", "examples/provider", "examples/providerconfig"}
 
-// sameExploreInputs reports whether commit and HEAD agree on exploreInputs.
+// commitName is what a run may record as its commit: an abbreviated or
+// full object name, never something git would read as an option.
+var commitName = regexp.MustCompile(`^[0-9a-f]{7,40}$`)
+
+// sameExploreInputs reports whether commit and HEAD agree on exploreInputs,
+// wherever in the repository it runs.
 func sameExploreInputs(commit string) (bool, error) {
-	err := exec.Command("git", append([]string{"diff", "--quiet", commit, "HEAD", "--"}, exploreInputs...)...).Run()
+	if !commitName.MatchString(commit) {
+		return false, fmt.Errorf("%q names no commit", commit)
+	}
+	args := []string{"diff", "--quiet", commit, "HEAD", "--"}
+	for _, p := range exploreInputs {
+		args = append(args, ":(top)"+p)
+	}
+	err := exec.Command("git", args...).Run()
 	var exit *exec.ExitError
 	switch {
 	case err == nil:

@@ -33,13 +33,13 @@ type replica struct {
 // A Fleet is a sequence's live replicas, in the order they started: an op's
 // Replica indexes it.
 type Fleet struct {
+	// cfg is the provider's ServiceAccount's, bound to the RBAC this
+	// repository ships (OpRevoke takes part of it away).
 	cfg *rest.Config
 	// prefix goes before every identity: runs of one seed in one API
 	// server share no identity, so none takes a Lease an earlier run held.
 	prefix   string
 	replicas []*replica
-	// cfg is the provider's ServiceAccount's, bound to the RBAC this
-	// repository ships (OpRevoke takes part of it away).
 	// requests, when set, records what every replica sends into the
 	// world's namespaces.
 	requests *requestLog
