@@ -60,7 +60,7 @@ test: ## Run every test tier: unit + integration (envtest), a short fuzz run, e2
 	go test $(GO_TEST_FLAGS) ./hack/xpkg
 	# Prometheus and promtool build at the lowest priority while the e2e tiers run, which mostly
 	# wait on the control plane and Crossplane core, and the monitoring module's tests run once
-	# promtool is there; e2e.sh waits for the build before its last package, TestMonitoring's.
+	# promtool is there; e2e.sh waits for the build before its last package, TestAlertsFireOnARealPrometheus's.
 	nice -n 19 $(SHELL) -c 'cluster/local/build-tools.sh prometheus && $(MAKE) test-monitoring' & mon=$$!; \
 	  $(MAKE) e2e; rc=$$?; wait $$mon || rc=1; exit $$rc
 	# make demo, with its output checked (cluster/local/demo_test.go).

@@ -238,10 +238,10 @@ func ruleCases() map[string]ruleCase {
 	}
 }
 
-// TestRules runs each case through promtool test rules against the rules
+// TestAlertsFireOnTheSeriesThatMeanThem runs each case through promtool test rules against the rules
 // examples/monitoring ships: every alert fires on the series that mean it,
 // with its labels and annotations, and on none of the healthy ones.
-func TestRules(t *testing.T) {
+func TestAlertsFireOnTheSeriesThatMeanThem(t *testing.T) {
 	tool := promtool(t)
 	byName := map[string]alert{}
 	for _, a := range alerts(defaultConfig()) {
@@ -368,7 +368,7 @@ func dashboardQueries(t *testing.T, b []byte) map[string][]string {
 }
 
 // TestDashboardQueriesParse parses every panel's query with Prometheus'
-// parser; the e2e tier (TestMonitoring) runs them on a real Prometheus.
+// parser; the e2e tier (TestAlertsFireOnARealPrometheus) runs them on a real Prometheus.
 func TestDashboardQueriesParse(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(root, pathDashboard))
 	if err != nil {

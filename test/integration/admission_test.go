@@ -9,10 +9,10 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// TestAdmission applies invalid objects and checks that the API server rejects
+// TestAPIServerRejectsInvalidSpecsWithAMessage applies invalid objects and checks that the API server rejects
 // each with a message that tells the user what is wrong, and that the valid
 // counterparts are accepted.
-func TestAdmission(t *testing.T) {
+func TestAPIServerRejectsInvalidSpecsWithAMessage(t *testing.T) {
 	admit(t, map[string]admission{
 		"SecretSourceWithoutSecretRef": {
 			reason: "A Secret source needs a secretRef.",

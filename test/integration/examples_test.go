@@ -36,7 +36,7 @@ func TestExamplesApply(t *testing.T) {
 			// A PodMonitor and a PrometheusRule, kinds of the Prometheus Operator, whose CRDs
 			// this API server does not have: hack/monitoring generates them from the
 			// operator's Go types and checks them (make test-monitoring), and the e2e tier
-			// runs their rules in Prometheus (TestMonitoring).
+			// runs their rules in Prometheus (TestAlertsFireOnARealPrometheus).
 			return filepath.SkipDir
 		}
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".yaml") && !needsSecondCluster(t, p) {

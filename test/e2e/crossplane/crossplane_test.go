@@ -53,12 +53,12 @@ const (
 	mirrorImageConfig      = "clusterops-e2e-mirror"
 )
 
-// TestCrossplane walks the path a platform team takes, in order: install the configuration
+// TestPlatformTeamsPathOnCrossplaneCore walks the path a platform team takes, in order: install the configuration
 // package (and with it the provider and the function), use the provider's managed resources and
 // the platform APIs composed from them, upgrade the provider, and run it under core's Deployment
 // runtime. Core runs without --activation: the provider's kinds come on only as activation
 // policies name them. Each step builds on the one before.
-func TestCrossplane(t *testing.T) {
+func TestPlatformTeamsPathOnCrossplaneCore(t *testing.T) {
 	steps := []struct {
 		name string
 		fn   func(t *testing.T)

@@ -52,7 +52,7 @@ const (
 	errorWindow  = 20 * time.Second
 )
 
-// TestMonitoring runs Prometheus, built from its Go module
+// TestAlertsFireOnARealPrometheus runs Prometheus, built from its Go module
 // (cluster/local/build-tools.sh prometheus), scraping the provider on the
 // local control plane with the alerts examples/monitoring ships at the e2e
 // tier's bounds. The provider runs in-process, as test/e2e runs it, and its
@@ -61,7 +61,7 @@ const (
 // ClusteropsRemoteClusterUnreachable, and a copy kept from its source fires
 // ClusteropsCopiesStale, each within its bound, its for: and two scrapes;
 // every panel of examples/monitoring/dashboard.json returns data.
-func TestMonitoring(t *testing.T) {
+func TestAlertsFireOnARealPrometheus(t *testing.T) {
 	env := provider(t)
 	prom := startPrometheus(t)
 
