@@ -36,6 +36,31 @@ type part struct {
 	indexed   int // how many of the cache's indexes the part has
 }
 
+// within is ctx, ended too once p is dropped: a wait of p's cache for an
+// informer that p stopped before it synced would otherwise last as long as
+// ctx, for an informer that never syncs.
+func (p *part) within(ctx context.Context) (context.Context, context.CancelFunc) {
+	pctx, cancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-p.stopping:
+		case <-pctx.Done():
+		}
+		cancel()
+	}()
+	return pctx, cancel
+}
+
+// dropped reports whether p has been dropped.
+func (p *part) dropped() bool {
+	select {
+	case <-p.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
 // readd has part p, which could not take a kind or an index asked for, read
 // no more and added again with every kind and index; c.mu is held.
 func (c *ShareCache) readd(p *part, err error) {

@@ -198,7 +198,14 @@ func (c *ShareCache) Get(ctx context.Context, key client.ObjectKey, obj client.O
 		return err
 	}
 	for _, p := range c.live() {
-		err := p.cache.Get(ctx, key, obj, opts...)
+		pctx, cancel := p.within(ctx)
+		err := p.cache.Get(pctx, key, obj, opts...)
+		cancel()
+		// A part dropped meanwhile holds nothing of the replica's any more
+		// (TestShareCacheReadsWithoutAPartDropped).
+		if p.dropped() && ctx.Err() == nil {
+			continue
+		}
 		if !kerrors.IsNotFound(err) {
 			return err
 		}
@@ -233,7 +240,13 @@ func (c *ShareCache) List(ctx context.Context, list client.ObjectList, opts ...c
 		if !ok {
 			return errors.New("cannot copy the list")
 		}
-		if err := p.cache.List(ctx, l, opts...); err != nil {
+		pctx, cancel := p.within(ctx)
+		err := p.cache.List(pctx, l, opts...)
+		cancel()
+		if p.dropped() && ctx.Err() == nil {
+			continue
+		}
+		if err != nil {
 			return err
 		}
 		items, err := meta.ExtractList(l)
@@ -440,14 +453,7 @@ func (c *ShareCache) WaitForCacheSync(ctx context.Context) bool {
 		return false
 	}
 	for _, p := range c.live() {
-		wctx, cancel := context.WithCancel(ctx)
-		go func() {
-			select {
-			case <-p.stopping:
-			case <-wctx.Done():
-			}
-			cancel()
-		}()
+		wctx, cancel := p.within(ctx)
 		synced := p.cache.WaitForCacheSync(wctx)
 		cancel()
 		if !synced && ctx.Err() != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -171,18 +172,13 @@ func TestShareCacheFollowsItsParts(t *testing.T) {
 	}
 }
 
-// TestShareCacheSyncsWithoutAPartDropped: a kind asked for just before a
-// part is dropped starts an informer in that part which stops before it
-// syncs. Waiting for the share cache to sync must not wait for it: a
-// controller started then would never run, and a replica whose shards
-// change as its controllers start would reconcile nothing of them. Here the
-// part's informer cannot sync at all, as its reader may list ConfigMaps
-// and not Secrets.
-func TestShareCacheSyncsWithoutAPartDropped(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ns := env.Namespace(t, "share-drop", nil)
-	const user = "share-cache-part-reader"
+// partsOneMayNotListSecrets is a share cache of two parts of namespace ns,
+// both read, whose part 1 may list ConfigMaps and not Secrets: an informer
+// of Secrets it starts never syncs. Holding only part 0 drops part 1.
+func partsOneMayNotListSecrets(ctx context.Context, t *testing.T, name string) (c *shard.ShareCache, ns string, keepOnlyPart0 func()) {
+	t.Helper()
+	ns = env.Namespace(t, name, nil)
+	user := "share-cache-part-reader-" + name
 	env.Create(t,
 		&rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "configmaps"},
@@ -202,7 +198,7 @@ func TestShareCacheSyncsWithoutAPartDropped(t *testing.T) {
 	}
 	shares := shard.NewShares(nil)
 	shares.Hold([]shard.Part{part(0), part(1)})
-	c := shares.New(clientgoscheme.Scheme, env.Client.RESTMapper(), nil, nil, func(p shard.Part) (cache.Cache, error) {
+	c = shares.New(clientgoscheme.Scheme, env.Client.RESTMapper(), nil, nil, func(p shard.Part) (cache.Cache, error) {
 		cfg := rest.CopyConfig(env.Config)
 		if p.Name == "1" {
 			cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
@@ -216,7 +212,20 @@ func TestShareCacheSyncsWithoutAPartDropped(t *testing.T) {
 	testenv.Eventually(t, 30*time.Second, "both parts to be read", func(context.Context) (bool, error) {
 		return c.Live("0") && c.Live("1"), nil
 	})
+	return c, ns, func() { shares.Hold([]shard.Part{part(0)}) }
+}
 
+// TestShareCacheSyncsWithoutAPartDropped: a kind asked for just before a
+// part is dropped starts an informer in that part which stops before it
+// syncs. Waiting for the share cache to sync must not wait for it: a
+// controller started then would never run, and a replica whose shards
+// change as its controllers start would reconcile nothing of them. Here the
+// part's informer cannot sync at all, as its reader may list ConfigMaps
+// and not Secrets.
+func TestShareCacheSyncsWithoutAPartDropped(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	c, _, keepOnlyPart0 := partsOneMayNotListSecrets(ctx, t, "share-drop")
 	if _, err := c.GetInformer(ctx, &corev1.Secret{}, cache.BlockUntilSynced(false)); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +236,7 @@ func TestShareCacheSyncsWithoutAPartDropped(t *testing.T) {
 		t.Fatal("the share cache synced while part 1 cannot list Secrets")
 	case <-time.After(2 * time.Second):
 	}
-	shares.Hold([]shard.Part{part(0)})
+	keepOnlyPart0()
 	select {
 	case ok := <-synced:
 		if !ok {
@@ -235,5 +244,46 @@ func TestShareCacheSyncsWithoutAPartDropped(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("WaitForCacheSync still waits for part 1, dropped before its Secrets synced")
+	}
+}
+
+// TestShareCacheReadsWithoutAPartDropped: a read of a kind whose informer a
+// part starts waits for it to sync; if the part is dropped first, that
+// informer never syncs, and the read waited for the rest of the
+// reconcile's context (the explorer's seed 8268: a CopyRule could not read
+// its ProviderConfigUsage for a minute after its replica lost and took back
+// a shard). A read ends once the part is dropped, without it.
+func TestShareCacheReadsWithoutAPartDropped(t *testing.T) {
+	for name, read := range map[string]func(ctx context.Context, c client.Reader, ns string) error{
+		"Get": func(ctx context.Context, c client.Reader, ns string) error {
+			return c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "nothing"}, &corev1.Secret{})
+		},
+		"List": func(ctx context.Context, c client.Reader, ns string) error {
+			return c.List(ctx, &corev1.SecretList{}, client.InNamespace(ns))
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			c, ns, keepOnlyPart0 := partsOneMayNotListSecrets(ctx, t, "share-read-drop-"+strings.ToLower(name))
+			rctx, rcancel := context.WithTimeout(ctx, time.Minute)
+			defer rcancel()
+			done := make(chan error, 1)
+			go func() { done <- read(rctx, c, ns) }()
+			select {
+			case err := <-done:
+				t.Fatalf("the read returned (%v) while part 1 cannot list Secrets", err)
+			case <-time.After(2 * time.Second):
+			}
+			keepOnlyPart0()
+			select {
+			case err := <-done:
+				if err != nil && !kerrors.IsNotFound(err) {
+					t.Errorf("the read returned %v once part 1 was dropped, want nothing found", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("the read still waits for part 1, dropped before its Secrets synced")
+			}
+		})
 	}
 }
