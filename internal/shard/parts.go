@@ -30,7 +30,7 @@ type part struct {
 	Part
 	cache     cache.Cache
 	cancel    context.CancelFunc
-	stopping  <-chan struct{} // closed once the part is dropped
+	life      context.Context //nolint:containedctx // The part's own: it ends once the part is dropped.
 	done      chan struct{}
 	informers map[informerKey]cache.Informer
 	indexed   int // how many of the cache's indexes the part has
@@ -38,28 +38,19 @@ type part struct {
 
 // within is ctx, ended too once p is dropped: a wait of p's cache for an
 // informer that p stopped before it synced would otherwise last as long as
-// ctx, for an informer that never syncs.
+// ctx, for an informer that never syncs. Every routed read goes through
+// it, so it starts no goroutine: the part's end cancels it.
 func (p *part) within(ctx context.Context) (context.Context, context.CancelFunc) {
 	pctx, cancel := context.WithCancel(ctx)
-	go func() {
-		select {
-		case <-p.stopping:
-		case <-pctx.Done():
-		}
+	stop := context.AfterFunc(p.life, cancel)
+	return pctx, func() {
+		stop()
 		cancel()
-	}()
-	return pctx, cancel
+	}
 }
 
 // dropped reports whether p has been dropped.
-func (p *part) dropped() bool {
-	select {
-	case <-p.stopping:
-		return true
-	default:
-		return false
-	}
-}
+func (p *part) dropped() bool { return p.life.Err() != nil }
 
 // readd has part p, which could not take a kind or an index asked for, read
 // no more and added again with every kind and index; c.mu is held.
@@ -182,7 +173,7 @@ func (c *ShareCache) try(ctx context.Context, w Part, a *adder) error {
 	c.mu.RUnlock()
 	pctx, cancel := context.WithCancel(root)
 	building := context.AfterFunc(ctx, cancel)
-	p := &part{Part: w, cache: sub, cancel: cancel, stopping: pctx.Done(), done: make(chan struct{}), informers: map[informerKey]cache.Informer{}}
+	p := &part{Part: w, cache: sub, cancel: cancel, life: pctx, done: make(chan struct{}), informers: map[informerKey]cache.Informer{}}
 	go func() {
 		defer close(p.done)
 		if err := sub.Start(pctx); err != nil {
