@@ -7,18 +7,14 @@ package provider
 import (
 	"context"
 	"maps"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/transport"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -308,7 +304,7 @@ func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config, sh *sharding) (
 		}
 		maps.Copy(co.ByObject, lo)
 	}
-	co.NewInformer = newInformer("")
+	co.NewInformer = shard.NewInformer("", nil)
 	mo := ctrl.Options{
 		Scheme:                     s,
 		Cache:                      co,
@@ -343,53 +339,6 @@ func newManager(o Options, s *kruntime.Scheme, cfg *rest.Config, sh *sharding) (
 		return nil, errors.Wrap(err, "cannot add ready check")
 	}
 	return mgr, nil
-}
-
-// newInformer makes the informers of the manager's cache: with filter set,
-// those of workloads watch the share's namespaces only (selectShare); and
-// every watch they stop ends all it started (drainOnStop).
-func newInformer(filter string) func(toolscache.ListerWatcher, kruntime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
-	return func(lw toolscache.ListerWatcher, obj kruntime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-		return toolscache.NewSharedIndexInformer(drainOnStop(selectShare(lw, obj, filter)), obj, resync, idx)
-	}
-}
-
-// drainOnStop reads what is left of each watch of lw once it is stopped.
-// controller-runtime's metadata watches pass each event on from a goroutine
-// of their own (watch.Filter), which blocks for good on an event that nobody
-// reads: the error that a watch whose request was cancelled sends as its
-// cache stops, unread by the reflector that stopped it
-// (kubernetes/kubernetes#113254). Drained, it ends, with what it held.
-// TestShareChangesLeaveNothingBehind holds it.
-func drainOnStop(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
-	lwc := toolscache.ToListerWatcherWithContext(lw)
-	return toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
-		ListWithContextFunc: lwc.ListWithContext,
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			w, err := lwc.WatchWithContext(ctx, o)
-			if err != nil {
-				return nil, err
-			}
-			return &drained{Interface: w}, nil
-		},
-	}, lw)
-}
-
-// drained is a watch whose events are read, and dropped, once it is
-// stopped, until its result channel closes.
-type drained struct {
-	watch.Interface
-	once sync.Once
-}
-
-func (d *drained) Stop() {
-	d.Interface.Stop()
-	d.once.Do(func() {
-		go func() {
-			for range d.ResultChan() { // Dropped: nobody reads them any more.
-			}
-		}()
-	})
 }
 
 // kindOptions are what every kind's controller is set up with.

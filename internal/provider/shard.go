@@ -13,10 +13,8 @@ import (
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -228,29 +226,8 @@ func partOptions(o cache.Options, sync time.Duration, p shard.Part) (cache.Optio
 	}
 	o.ByObject = co.ByObject
 	o.DefaultLabelSelector = p.Select
-	o.NewInformer = newInformer(p.Filter)
+	o.NewInformer = shard.NewInformer(p.Filter, clusterops.WatchedUnlabelled)
 	return o, nil
-}
-
-// selectShare has a list and watch of a cache ask the API server for only
-// the workloads of the namespaces filter selects (a shardSelector), so that
-// a replica holds its shards' workloads and not every one of the cluster;
-// lw itself for any other kind, or without filter.
-func selectShare(lw toolscache.ListerWatcher, obj kruntime.Object, filter string) toolscache.ListerWatcher {
-	if filter == "" || !clusterops.WatchedUnlabelled(obj) {
-		return lw
-	}
-	lwc := toolscache.ToListerWatcherWithContext(lw)
-	return toolscache.ToListWatcherWithWatchListSemantics(&toolscache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (kruntime.Object, error) {
-			o.ShardSelector = filter
-			return lwc.ListWithContext(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.ShardSelector = filter
-			return lwc.WatchWithContext(ctx, o)
-		},
-	}, lw)
 }
 
 // A shareRunner runs a sharded provider's share of the fleet on every

@@ -96,7 +96,8 @@ func SetupLabeler(mgr ctrl.Manager, gvk schema.GroupVersionKind, place Placement
 	}
 	strays, err := cache.New(mgr.GetConfig(), cache.Options{
 		HTTPClient: mgr.GetHTTPClient(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		ByObject: map[client.Object]cache.ByObject{metadataOf(gvk): {Label: sel}},
+		ByObject:    map[client.Object]cache.ByObject{metadataOf(gvk): {Label: sel}},
+		NewInformer: NewInformer("", nil),
 	})
 	if err != nil {
 		return errors.Wrapf(err, "cannot make the cache of the %s the shard labeler lost", gvk.Kind)

@@ -12,6 +12,7 @@ import (
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 
 	"github.com/clusterops/provider-clusterops/apis/workload/v1alpha1"
+	"github.com/clusterops/provider-clusterops/internal/shard"
 )
 
 // otherRollouts returns where a rollout reads the other ConfigRollouts of its
@@ -34,6 +35,9 @@ func otherRollouts(mgr ctrl.Manager, sharded bool) (cache.Cache, error) {
 			Scheme:     mgr.GetScheme(),
 			Mapper:     mgr.GetRESTMapper(),
 			ByObject:   map[client.Object]cache.ByObject{&v1alpha1.ConfigRollout{}: {Transform: SlimRollout}},
+			// Like every cache the provider makes, it drains the watches it
+			// stops.
+			NewInformer: shard.NewInformer("", nil),
 		})
 		if err != nil {
 			return nil, errors.Wrap(err, "cannot make the cache of every ConfigRollout")

@@ -118,13 +118,21 @@ func (o Options) Sharded() bool { return o.Shares != nil }
 // NewCache makes a cache of objects a kind makes, with the options opts
 // gives for a selector of shards: on a sharded replica, one that holds the
 // objects of the shards it holds, and follows them as they change; without
-// sharding, one of opts(nil).
+// sharding, one of opts(nil). Each drains the watches it stops
+// (shard.NewInformer).
 func (o Options) NewCache(mgr ctrl.Manager, opts func(share labels.Selector) cache.Options) (cache.Cache, error) {
+	drained := func(share labels.Selector) cache.Options {
+		co := opts(share)
+		if co.NewInformer == nil {
+			co.NewInformer = shard.NewInformer("", nil)
+		}
+		return co
+	}
 	if o.Shares == nil {
-		return cache.New(mgr.GetConfig(), opts(nil))
+		return cache.New(mgr.GetConfig(), drained(nil))
 	}
 	return o.Shares.New(mgr.GetScheme(), mgr.GetRESTMapper(), nil, nil, func(p shard.Part) (cache.Cache, error) {
-		return cache.New(mgr.GetConfig(), opts(p.Select))
+		return cache.New(mgr.GetConfig(), drained(p.Select))
 	}), nil
 }
 
