@@ -6,9 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	kerrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -43,6 +41,13 @@ type State struct {
 	frozen   []*freeze
 	own      []ownWrite
 	pods     *podLog
+	// api is the API server, which OpRestartAPIServer restarts.
+	api *testenv.Env
+	// lasting are the faults on, by type, each ending on its own.
+	lasting map[string]chan error
+	// base is what the process and the API server held before the
+	// replicas started.
+	base *baseline
 	// logf logs to the sequence's test.
 	logf func(format string, args ...any)
 	// knowns are the known provider gaps the sequence met, each once.
@@ -97,6 +102,9 @@ func (s *State) Apply(ctx context.Context, op Op) error {
 	if err, ok := s.applyReach(ctx, op); ok {
 		return err
 	}
+	if err, ok := s.applyFault(ctx, op); ok {
+		return err
+	}
 	return s.applyFleet(ctx, op)
 }
 
@@ -112,38 +120,14 @@ func (s *State) applyFleet(ctx context.Context, op Op) error {
 		return s.Fleet.Start(op.Identity)
 	case OpLeave:
 		return s.Fleet.Stop(op.Replica)
-	case OpRevoke:
-		return s.revoke(ctx, time.Duration(op.Millis)*time.Millisecond)
 	case OpCheckpoint:
 		// The run checks the liveness oracles after it.
 		return nil
 	case OpPause:
 		// The generator's deliberate pause: the provider acts meanwhile.
-		select {
-		case <-time.After(time.Duration(op.Millis) * time.Millisecond):
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+		return sleep(ctx, time.Duration(op.Millis)*time.Millisecond)
 	}
 	return errors.Errorf("unknown operation %q", op.Type)
-}
-
-// revoke deletes the provider's workloads binding for d, then applies it
-// again.
-func (s *State) revoke(ctx context.Context, d time.Duration) error {
-	b := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: testenv.WorkloadsBinding}}
-	if err := client.IgnoreNotFound(s.World.c.Delete(ctx, b)); err != nil {
-		return err
-	}
-	select {
-	case <-time.After(d):
-	case <-ctx.Done():
-	}
-	// Applied even when ctx ended: the rest of the run needs the grant.
-	restore, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-	defer cancel()
-	return testenv.ApplyShippedRBAC(restore, s.World.c, testenv.WorkloadsBinding)
 }
 
 // replace updates web-j without the lock. A Deployment's generation rises

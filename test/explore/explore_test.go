@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 func runMain(m *testing.M) int {
 	ctrl.SetLogger(logr.Discard())
 	klog.SetLogger(logr.Discard())
-	e, err := testenv.StartWith(testenv.Options{ProviderCRDs: true})
+	e, err := testenv.StartWith(testenv.Options{ProviderCRDs: true, Restartable: true, CompactionInterval: Compaction})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -43,16 +43,20 @@ type Fleet struct {
 	// requests, when set, records what every replica sends into the
 	// world's namespaces.
 	requests *requestLog
+	// cut is the network between the replicas and the API server.
+	cut *cut
 }
 
 // Start starts a replica named id, as a replica of its own would run:
 // sharded over 4 shards on short Leases, with its own metrics registry.
 func (f *Fleet) Start(id string) error {
 	id = f.prefix + id
-	cfg := f.cfg
+	cfg := rest.CopyConfig(f.cfg)
 	if f.requests != nil {
-		cfg = rest.CopyConfig(f.cfg)
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return recording{next: rt, log: f.requests, replica: id} })
+	}
+	if f.cut != nil {
+		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cutTransport{next: rt, cut: f.cut} })
 	}
 	o := testenv.ProviderOptions(cfg, time.Hour, 50)
 	o.Shards, o.Identity, o.SkipNameValidation = shards, id, true

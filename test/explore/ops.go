@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -108,6 +109,25 @@ const (
 	// OpObserve switches the managed resource (Kind, J) to
 	// managementPolicies [Observe] (T 1) or back to ["*"] (T 0).
 	OpObserve = "observe"
+
+	// OpPartition cuts every replica off the API server for Millis
+	// milliseconds: each request fails as a refused connection does, and
+	// the responses open then, watches among them, end.
+	OpPartition = "partition"
+	// OpRestartAPIServer stops the API server and starts it again on the
+	// same port and etcd. With T 1 the replicas are cut off across the
+	// restart until etcd has compacted past every revision they saw: their
+	// watches cannot resume where they were, and they relist.
+	OpRestartAPIServer = "restartAPIServer"
+	// OpThrottle puts the provider's ServiceAccount in a priority level of
+	// its own, of one nominal share (a few seats), for Millis milliseconds:
+	// what does not fit queues (T 0) or is refused with 429 (T 1), as an API
+	// server under load or a strict FlowSchema does.
+	OpThrottle = "throttle"
+	// OpRemoveCRD deletes the CRD of Kind (AppBundle, ImmortalContainer or
+	// ChaosAgent, while the world's one is deleted) for Millis milliseconds
+	// and installs it again.
+	OpRemoveCRD = "removeCRD"
 )
 
 // Kinds an operation names: the managed resources a pin or an observe
@@ -274,7 +294,7 @@ func when(ok bool, w int, f func(r *rand.Rand, m *model, step int) Op) []choice 
 // choices are the operations the model allows now, weighted.
 func (m *model) choices() []choice {
 	var c []choice
-	for _, group := range [][][]choice{m.copyChoices(), m.workloadChoices(), m.reachChoices(), m.fleetChoices()} {
+	for _, group := range [][][]choice{m.copyChoices(), m.workloadChoices(), m.reachChoices(), m.fleetChoices(), m.faultChoices()} {
 		for _, x := range group {
 			c = append(c, x...)
 		}
@@ -364,6 +384,38 @@ func (m *model) fleetChoices() [][]choice {
 		// From within a renewal to past a Lease's duration (3 and 4 s).
 		always(2, func(r *rand.Rand, _ *model, _ int) Op { return Op{Type: OpRevoke, Millis: 500 + r.IntN(5500)} }),
 	}
+}
+
+// faultChoices are the operations on the infrastructure.
+func (m *model) faultChoices() [][]choice {
+	return [][]choice{
+		// From within a renewal to past a Lease's duration.
+		always(2, func(r *rand.Rand, _ *model, _ int) Op { return Op{Type: OpPartition, Millis: 500 + r.IntN(5500)} }),
+		always(1, func(r *rand.Rand, _ *model, _ int) Op { return Op{Type: OpRestartAPIServer, T: r.IntN(2)} }),
+		always(2, func(r *rand.Rand, _ *model, _ int) Op {
+			return Op{Type: OpThrottle, T: r.IntN(2), Millis: 1000 + r.IntN(7000)}
+		}),
+		when(len(m.removable()) > 0, 1, func(r *rand.Rand, m *model, _ int) Op {
+			k := m.removable()
+			return Op{Type: OpRemoveCRD, Kind: k[r.IntN(len(k))], Millis: 500 + r.IntN(5500)}
+		}),
+	}
+}
+
+// removable are the kinds whose CRD an OpRemoveCRD may remove: those whose
+// managed resource in the world is deleted.
+func (m *model) removable() []string {
+	var out []string
+	if m.bundleGone {
+		out = append(out, KindAppBundle)
+	}
+	if m.immortalGone {
+		out = append(out, KindImmortal)
+	}
+	if m.agentGone {
+		out = append(out, KindChaosAgent)
+	}
+	return out
 }
 
 func b2i(b bool) int {
@@ -517,6 +569,8 @@ func (m *model) allows(op Op) bool {
 		return op.Replica >= 0 && op.Replica < m.replicas && (op.Type == OpRestart || m.replicas > minReplicas)
 	case OpJoin:
 		return m.replicas < maxReplicas
+	case OpRemoveCRD:
+		return slices.Contains(m.removable(), op.Kind)
 	}
 	return true
 }

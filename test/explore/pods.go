@@ -22,12 +22,16 @@ type podLog struct {
 	created map[types.UID]map[types.UID]bool
 	cancel  context.CancelFunc
 	done    chan struct{}
+	// watching closes once the first watch is open: a baseline of the API
+	// server's watches counts it.
+	watching chan struct{}
+	once     sync.Once
 }
 
 // watchPods starts a podLog of pod name in ns.
 func watchPods(cs kubernetes.Interface, ns, name string) *podLog {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &podLog{created: map[types.UID]map[types.UID]bool{}, cancel: cancel, done: make(chan struct{})}
+	l := &podLog{created: map[types.UID]map[types.UID]bool{}, cancel: cancel, done: make(chan struct{}), watching: make(chan struct{})}
 	go func() {
 		defer close(l.done)
 		l.run(ctx, cs, ns, name)
@@ -59,6 +63,7 @@ func (l *podLog) run(ctx context.Context, cs kubernetes.Interface, ns, name stri
 			pause(ctx)
 			continue
 		}
+		l.once.Do(func() { close(l.watching) })
 		for ev := range w.ResultChan() {
 			if ev.Type == watch.Error {
 				rv = ""

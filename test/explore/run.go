@@ -183,6 +183,28 @@ func writeReplay(t *testing.T, path string, s Sequence) {
 // removed, so that nothing of it acts on while later runs go on.
 func execute(t *testing.T, env *testenv.Env, seq Sequence, sum *Summary, tag string) *Violation {
 	t.Helper()
+	r := newRun(t, env, seq, sum, tag)
+	defer r.close()
+	v := r.setup()
+	for i := 0; v == nil && i < len(seq.Ops); i++ {
+		v = r.step(i, seq.Ops[i], sum)
+	}
+	if v == nil {
+		v = r.teardown()
+	}
+	if v != nil {
+		if err := r.st.endFaults(); err != nil {
+			t.Errorf("ending the faults on: %v", err)
+		}
+		r.abandon()
+	}
+	return v
+}
+
+// newRun is a run of seq in a world tagged tag, watching its pod; close
+// ends it.
+func newRun(t *testing.T, env *testenv.Env, seq Sequence, sum *Summary, tag string) *run {
+	t.Helper()
 	w := World{Seed: seq.Seed, Tag: tag, c: env.Client}
 	prefix := ""
 	if tag != "" {
@@ -192,26 +214,21 @@ func execute(t *testing.T, env *testenv.Env, seq Sequence, sum *Summary, tag str
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{t: t, env: env, seq: seq}
-	r.st = &State{World: w, Fleet: &Fleet{cfg: testenv.AsProvider(env.Config), prefix: prefix, requests: &requestLog{prefix: "team-" + w.id() + "-"}}, m: newModel(seq.Seed), cs: cs, logf: t.Logf, sum: sum}
-	r.st.pods = watchPods(cs, w.App(), podName())
-	defer r.st.pods.stop()
-	defer func() {
-		if err := r.st.Fleet.StopAll(); err != nil {
-			t.Logf("stopping the fleet: %v", err)
-		}
-	}()
-	v := r.setup()
-	for i := 0; v == nil && i < len(seq.Ops); i++ {
-		v = r.step(i, seq.Ops[i], sum)
+	f := &Fleet{cfg: testenv.AsProvider(env.Config), prefix: prefix, requests: &requestLog{prefix: "team-" + w.id() + "-"}, cut: newCut()}
+	st := &State{World: w, Fleet: f, m: newModel(seq.Seed), cs: cs, api: env, lasting: map[string]chan error{}, logf: t.Logf, sum: sum}
+	st.pods = watchPods(cs, w.App(), podName())
+	return &run{t: t, env: env, seq: seq, st: st}
+}
+
+// close ends every fault on, stops the fleet and the watch of the pod.
+func (r *run) close() {
+	if err := r.st.endFaults(); err != nil {
+		r.t.Errorf("ending the faults on: %v", err)
 	}
-	if v == nil {
-		v = r.teardown()
+	if err := r.st.Fleet.StopAll(); err != nil {
+		r.t.Logf("stopping the fleet: %v", err)
 	}
-	if v != nil {
-		r.abandon()
-	}
-	return v
+	r.st.pods.stop()
 }
 
 // setup starts the fleet, creates the world and waits until every rollout
@@ -219,6 +236,9 @@ func execute(t *testing.T, env *testenv.Env, seq Sequence, sum *Summary, tag str
 func (r *run) setup() *Violation {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
+	if err := r.st.takeBaseline(ctx); err != nil {
+		r.t.Fatal(err)
+	}
 	for i := range InitialReplicas {
 		if err := r.st.Fleet.Start(Identity(r.seq.Seed, i)); err != nil {
 			r.t.Fatal(err)
@@ -261,6 +281,9 @@ func (r *run) step(i int, op Op, sum *Summary) *Violation {
 	if op.Type != OpCheckpoint && (i+1)%checkpointEvery != 0 && i != len(r.seq.Ops)-1 {
 		return nil
 	}
+	if err := r.st.endFaults(); err != nil {
+		return r.violation(i, "every fault ends", err)
+	}
 	t0 = time.Now()
 	if name, err := settle(liveness(), r.st, settleTimeout); err != nil {
 		return r.violation(i, name, err)
@@ -302,6 +325,9 @@ func (m *model) lifting() []Op {
 func (r *run) teardown() *Violation {
 	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
 	defer cancel()
+	if err := r.st.endFaults(); err != nil {
+		return r.violation(len(r.seq.Ops), "every fault ends", err)
+	}
 	lifting := r.st.m.lifting()
 	for _, op := range lifting {
 		if err := r.st.Apply(ctx, op); err != nil {
@@ -335,6 +361,9 @@ func (r *run) teardown() *Violation {
 	}
 	if err := r.st.Fleet.StopAll(); err != nil {
 		r.t.Fatal(err)
+	}
+	if name, err := settle(baselines(), r.st, settleTimeout); err != nil {
+		return r.violation(len(r.seq.Ops), name, err)
 	}
 	if err := w.DeleteNamespaces(ctx); err != nil {
 		r.t.Fatal(err)
