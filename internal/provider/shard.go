@@ -50,23 +50,36 @@ type sharding struct {
 }
 
 // readSharding reads the fleet's placement (shard.Place); nil without
-// sharding.
+// sharding. A replica that starts while the API server cannot be reached
+// (restarting, partitioned, throttling it, its grant not yet bound) tries
+// again for up to placeTimeout rather than exit into a crash loop's
+// growing backoff; the explorer's join during a partition holds it.
 func readSharding(o Options, cfg *rest.Config) (*sharding, error) {
 	if o.Shards <= 0 {
 		return nil, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, errors.Wrap(err, "cannot make the client that reads the shards' placement")
 	}
-	place, err := shard.Place(ctx, cs, o.Namespace, LeaderElectionID, o.Shards)
+	var place shard.Placement
+	var last error
+	err = wait.PollUntilContextTimeout(context.Background(), time.Second, placeTimeout, true, func(ctx context.Context) (bool, error) {
+		place, last = shard.Place(ctx, cs, o.Namespace, LeaderElectionID, o.Shards)
+		return last == nil, nil
+	})
+	if last == nil {
+		last = err
+	}
 	if err != nil {
-		return nil, err
+		return nil, errors.Wrapf(last, "cannot read the shards' placement within %s", placeTimeout)
 	}
 	return &sharding{place: place, shares: o.shares}, nil
 }
+
+// placeTimeout bounds how long a replica tries to read the shards'
+// placement before it gives up starting.
+const placeTimeout = time.Minute
 
 // placement is where the labeler puts managed resources; with no sharding
 // there is none to label.
