@@ -136,7 +136,7 @@ say "Applying examples/"
 # examples/monitoring is for a cluster's Prometheus and Grafana (printed at the end).
 # examples/platform and examples/crossplane need Crossplane core, which the demo does not run (the
 # Crossplane e2e tier does; see docs/development.md); a file marked as needing a second cluster is left out
-# (as TestExamplesApply leaves it out).
+# (as TestEveryExampleAppliesAsWritten leaves it out).
 find "$root/examples" \( -path "$root/examples/platform" -o -path "$root/examples/crossplane" -o -path "$root/examples/monitoring" \) -prune -o -name '*.yaml' -print | sort | while read -r f; do
   if head -1 "$f" | grep -q '^# examples: needs a second cluster'; then
     echo "(skipped: $f needs a second cluster)"

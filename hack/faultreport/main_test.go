@@ -48,7 +48,7 @@ func TestReportGivesGrowthAndCostPerChange(t *testing.T) {
 	}
 }
 
-func TestFaultTable(t *testing.T) {
+func TestFaultTableShowsEachScenariosVerdict(t *testing.T) {
 	got := faultTable([]fault{
 		{Scenario: "TestFleetWaveSurvivesKills", Scale: 10, Passed: true, Figures: map[string]float64{"resources": 10000, "wave_s": 412.34}},
 		{Scenario: "TestRemoteClusterGoesDark", Scale: 10, Figures: map[string]float64{"dark_s": 300.04}},

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-func TestCostReport(t *testing.T) {
+func TestCostReportComparesRunsOfOneScenario(t *testing.T) {
 	dir := t.TempDir()
 	runs := map[string]result{
 		"base-1": {Kind: "copyrule", N: 10000, Layout: "one", Seconds: 150, FloorSeconds: 100, RequestsPerMR: 5, CPU: map[string]float64{"provider": 40, "apiserver": 200}, FloorCPU: map[string]float64{"apiserver": 100}, Heap: 100 << 20, Commit: "aaa"},

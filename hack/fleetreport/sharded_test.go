@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestShardedReport(t *testing.T) {
+func TestShardedReportShowsEachReplicasCost(t *testing.T) {
 	const mib = 1 << 20
 	rs := []shardedResult{
 		{Kind: "copyrule", N: 10000, Replicas: 1, Seconds: 100, Replica: []replicaResult{{BaseHeap: 10 * mib, Heap: 110 * mib, Watches: 12, Requests: 30000, LeaseRequests: 1000, CPU: 60}}},

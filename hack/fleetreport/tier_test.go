@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-func TestTierResult(t *testing.T) {
+func TestTierTimeCountsEachRunsWallTime(t *testing.T) {
 	rs := []result{
 		{FloorSeconds: 600, Seconds: 900, RestartSeconds: 60, WallSeconds: 1800, Phases: map[string]float64{"floor": 600, "converge": 900, "setup": 300}},
 		{FloorSeconds: 60, Seconds: 90, RestartSeconds: 30},

@@ -54,9 +54,9 @@ func promtool(t *testing.T) string {
 	return p
 }
 
-// TestRulesCheck runs promtool check rules on both rules files: each parses,
+// TestRulesFilesPassPromtool runs promtool check rules on both rules files: each parses,
 // and each alert has its annotations.
-func TestRulesCheck(t *testing.T) {
+func TestRulesFilesPassPromtool(t *testing.T) {
 	tool := promtool(t)
 	for _, f := range []string{pathRules, pathE2ERules} {
 		out, err := exec.Command(tool, "check", "rules", "--lint=all", "--lint-fatal", filepath.Join(root, f)).CombinedOutput()

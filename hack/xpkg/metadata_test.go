@@ -64,12 +64,12 @@ var requiredAnnotations = []string{ // Test table.
 // maintainerContact is "Name <contact>", the form of the specification's example.
 var maintainerContact = regexp.MustCompile(`^[^<>]+ <[^<>\s]+>$`)
 
-// TestPackageMetadata lints the crossplane.yaml of every package of the
+// TestEveryPackageCarriesWhatARegistryShows lints the crossplane.yaml of every package of the
 // repository for what a registry or marketplace shows: a maintainer with a
 // contact, the source as a URL, an SPDX license, a description and a readme,
 // an SVG icon, a friendly name, and a friendly name for every API group and
 // kind the package defines (and for none it does not).
-func TestPackageMetadata(t *testing.T) {
+func TestEveryPackageCarriesWhatARegistryShows(t *testing.T) {
 	for kind, k := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			root := filepath.Join("..", "..", k.packageRoot)
@@ -183,13 +183,13 @@ func friendlyNames(t *testing.T, root string) []string {
 	return out
 }
 
-// TestConfigurationDependencies checks what the configuration asks of
+// TestConfigurationDependsOnWhatTheE2EInstalls checks what the configuration asks of
 // Crossplane's package manager: the provider and the function, from the
 // repositories their packages are built for, at versions that include those
 // the Crossplane e2e installs and upgrades to; and Compositions that name the
 // function by the name the package manager gives the Function it installs as
 // a dependency (its repository as a DNS label).
-func TestConfigurationDependencies(t *testing.T) {
+func TestConfigurationDependsOnWhatTheE2EInstalls(t *testing.T) {
 	root := filepath.Join("..", "..", kinds["configuration"].packageRoot)
 	b, err := os.ReadFile(filepath.Join(root, metaFile))
 	if err != nil {

@@ -196,7 +196,7 @@ func TestBuildMakesValidPackages(t *testing.T) {
 	}
 }
 
-func TestBuildConfiguration(t *testing.T) {
+func TestConfigurationBuildsWithItsExamples(t *testing.T) {
 	const root = "../../package-configuration"
 	dir := t.TempDir()
 	o := options{
@@ -261,7 +261,7 @@ func TestBuildConfiguration(t *testing.T) {
 	}
 }
 
-func TestBuildReproducible(t *testing.T) {
+func TestBuildsOfTheSameInputsAreIdentical(t *testing.T) {
 	bins := staticBinaries(t)
 	root := fixturePackageRoot(t)
 	dir := t.TempDir()
@@ -286,7 +286,7 @@ func TestBuildReproducible(t *testing.T) {
 	}
 }
 
-func TestBuildErrors(t *testing.T) {
+func TestFailedBuildsSayWhyAndLeaveNothing(t *testing.T) {
 	bins := staticBinaries(t)
 	both := []string{bins["amd64"], bins["arm64"]}
 	placeholder := filepath.Join(t.TempDir(), "provider")
@@ -449,7 +449,7 @@ func TestBuildErrors(t *testing.T) {
 	}
 }
 
-func TestParseFlags(t *testing.T) {
+func TestFlagsParseIntoBuildOptions(t *testing.T) {
 	out := filepath.Join("_output", "xpkg")
 	cases := map[string]struct {
 		args    []string

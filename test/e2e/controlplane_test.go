@@ -73,10 +73,10 @@ func poll(ctx context.Context, t *testing.T, what string, cond func(ctx context.
 	t.Logf("%s after %s", what, time.Since(start).Round(time.Millisecond))
 }
 
-// TestDeploymentLifecycle checks that the control plane runs workloads end to end: a Deployment gets
+// TestControlPlaneRunsADeploymentEndToEnd checks that the control plane runs workloads end to end: a Deployment gets
 // a ReplicaSet, its pods are scheduled and run, it becomes Available, and deleting it garbage
 // collects the ReplicaSet and pods.
-func TestDeploymentLifecycle(t *testing.T) {
+func TestControlPlaneRunsADeploymentEndToEnd(t *testing.T) {
 	ctx := t.Context()
 	c := newClient(t)
 

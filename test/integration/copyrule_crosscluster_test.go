@@ -241,7 +241,7 @@ func TestCopyRuleAcrossClusters(t *testing.T) {
 }
 
 // crossClusterExample applies examples/copy/cross-cluster.yaml, which
-// TestExamplesApply leaves out, with a real workload cluster (remote) behind
+// TestEveryExampleAppliesAsWritten leaves out, with a real workload cluster (remote) behind
 // the kubeconfig Secret it names, and waits for its copy there.
 func crossClusterExample(t *testing.T, remote *testenv.Env, kc []byte) {
 	ctx := context.Background()

@@ -18,13 +18,13 @@ import (
 	"github.com/clusterops/provider-clusterops/internal/testenv"
 )
 
-// TestExamplesApply applies every file under examples/ that targets the
+// TestEveryExampleAppliesAsWritten applies every file under examples/ that targets the
 // provider's own API groups or core kinds: each must be accepted as written.
 // examples/platform needs Crossplane core (XRDs, Compositions, claims): the
 // platform package checks it against Crossplane's CRDs, and the e2e tier
 // applies it through Crossplane. examples/monitoring needs the Prometheus
 // Operator's CRDs, which no tier installs: hack/monitoring checks it.
-func TestExamplesApply(t *testing.T) {
+func TestEveryExampleAppliesAsWritten(t *testing.T) {
 	root := filepath.Join(testenv.RepoRoot(), "examples")
 	platform := filepath.Join(root, "platform")
 	var files []string

@@ -25,12 +25,12 @@ const (
 	stormBound  = 8
 )
 
-// TestRuntimeProblems creates managed resources that cannot do their job for
+// TestRuntimeProblemsShowAsConditionsAndEventsWithBackoff creates managed resources that cannot do their job for
 // reasons only visible at runtime. Each must show the problem in a condition
 // with a reason and a message naming it, and in a Warning event; the
 // provider must retry them with backoff, not in a storm; and it must keep
 // working for other managed resources.
-func TestRuntimeProblems(t *testing.T) {
+func TestRuntimeProblemsShowAsConditionsAndEventsWithBackoff(t *testing.T) {
 	type problem struct {
 		reason string
 		// setup creates what the managed resource meets in namespace ns, and

@@ -190,12 +190,12 @@ const (
 	opDelete = changelogsv1alpha1.OperationType_OPERATION_TYPE_DELETE
 )
 
-// TestChangeLogs drives each kind through the operations the managed
+// TestEveryWriteReachesTheChangeLogOnceInOrder drives each kind through the operations the managed
 // reconciler performs for it, and checks that each reaches the change-log
 // service as exactly one entry, in order. CopyRule, ChaosAgent and
 // ConfigRollout never create: their Observe reports them as existing from the
 // start (they act on what exists), so their first writes are updates.
-func TestChangeLogs(t *testing.T) {
+func TestEveryWriteReachesTheChangeLogOnceInOrder(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("AppBundle", func(t *testing.T) {

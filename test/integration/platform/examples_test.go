@@ -177,9 +177,9 @@ func apply(ctx context.Context, o *unstructured.Unstructured) error {
 	return env.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("examples"), client.ForceOwnership)
 }
 
-// TestExamplesApply: every file under examples/platform applies, the XRDs
+// TestPlatformExamplesApplyAsValidInstances: every file under examples/platform applies, the XRDs
 // generate valid CRDs, and the claims and XRs are valid instances of them.
-func TestExamplesApply(t *testing.T) {
+func TestPlatformExamplesApplyAsValidInstances(t *testing.T) {
 	setup(t)
 	var got []string
 	for _, e := range platform.instances {
@@ -215,9 +215,9 @@ func TestLegacyAndNamespacedSchemasMatch(t *testing.T) {
 	}
 }
 
-// TestSchemasRefuse: the generated CRDs refuse what function-clusterops would
+// TestGeneratedSchemasRefuseWhatTheFunctionRefuses: the generated CRDs refuse what function-clusterops would
 // refuse, at admission, with a message that says why.
-func TestSchemasRefuse(t *testing.T) {
+func TestGeneratedSchemasRefuseWhatTheFunctionRefuses(t *testing.T) {
 	setup(t)
 	cases := map[string]struct {
 		reason string
