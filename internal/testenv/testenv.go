@@ -227,7 +227,15 @@ func (e *Env) RestartAPIServer() error {
 	if err := s.Stop(); err != nil {
 		return errors.Wrap(err, "cannot stop the API server")
 	}
-	return errors.Wrap(s.Start(), "cannot start the API server again")
+	// Tried again: an API server left stopped fails every test after it.
+	var err error
+	for range 3 {
+		if err = s.Start(); err == nil {
+			return nil
+		}
+		time.Sleep(time.Second)
+	}
+	return errors.Wrap(err, "cannot start the API server again")
 }
 
 // Kubeconfig returns a kubeconfig for an admin user of this API server.

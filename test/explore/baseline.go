@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/crossplane/crossplane-runtime/v2/pkg/errors"
 )
@@ -42,8 +43,30 @@ func (s *State) takeBaseline(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.base = &baseline{goroutines: goroutines(), heap: heap(), watches: w}
+	s.base = &baseline{goroutines: settledGoroutines(ctx), heap: heap(), watches: w}
 	return nil
+}
+
+// settledGoroutines are the goroutines once their count holds for half a
+// second, or after 10 s: those of the sequence before, winding down, would
+// hide a leak of this one's.
+func settledGoroutines(ctx context.Context) map[string][]string {
+	count := func(g map[string][]string) (n int) {
+		for _, s := range g {
+			n += len(s)
+		}
+		return n
+	}
+	last := goroutines()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) && sleep(ctx, 500*time.Millisecond) == nil {
+		now := goroutines()
+		if count(now) == count(last) {
+			return now
+		}
+		last = now
+	}
+	return last
 }
 
 // baselines are the oracles of teardown, once the replicas have stopped.
@@ -108,11 +131,12 @@ func heap() uint64 {
 }
 
 // goroutines are the process's goroutines' stacks by the function that
-// started them, leaving out those of pooled HTTP connections (a stopped
+// started them, leaving out the loops of pooled HTTP connections (a stopped
 // replica's stay open until the API server closes them, as any client's
-// idle connections do) and of the testing package, which runs subtests.
+// idle connections do) and what the testing package started, which runs
+// subtests.
 func goroutines() map[string][]string {
-	leftOut := []string{"net/http.(*persistConn)", "http2ClientConn).readLoop", "http2.(*ClientConn).readLoop", "created by testing."}
+	idleLoops := []string{"net/http.(*persistConn).readLoop(", "net/http.(*persistConn).writeLoop(", "http2ClientConn).readLoop(", "http2.(*ClientConn).readLoop("}
 	buf := make([]byte, 1<<20)
 	for {
 		n := runtime.Stack(buf, true)
@@ -125,13 +149,19 @@ func goroutines() map[string][]string {
 	out := map[string][]string{}
 	for _, g := range bytes.Split(buf, []byte("\n\n")) {
 		stack := string(g)
-		if slices.ContainsFunc(leftOut, func(f string) bool { return strings.Contains(stack, f) }) {
+		frames, created, _ := strings.Cut(stack, "\ncreated by ")
+		// A stack ends with the function the goroutine runs and its file.
+		lines := strings.Split(frames, "\n")
+		if len(lines) > 2 && slices.ContainsFunc(idleLoops, func(f string) bool { return strings.Contains(lines[len(lines)-2], f) }) {
 			continue
 		}
 		at := "the runtime"
-		if _, created, ok := strings.Cut(stack, "\ncreated by "); ok {
+		if created != "" {
 			at, _, _ = strings.Cut(created, "\n")
 			at, _, _ = strings.Cut(at, " in goroutine ")
+		}
+		if strings.HasPrefix(at, "testing.") {
+			continue
 		}
 		out[at] = append(out[at], stack)
 	}

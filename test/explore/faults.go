@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -56,6 +58,10 @@ func (s *State) applyFault(ctx context.Context, op Op) (err error, ok bool) { //
 	case OpThrottle:
 		pl, fs := throttling(op.T == 1)
 		return s.last(ctx, op.Type, d, func(ctx context.Context) error {
+			// Made afresh: a leftover of another limit would not throttle as asked.
+			if err := deleteAll(ctx, s.World.c, fs, pl); err != nil {
+				return errors.Wrap(err, "cannot clear a throttling left behind")
+			}
 			return errors.Wrap(createAll(ctx, s.World.c, pl, fs), "cannot throttle the provider")
 		}, func(ctx context.Context) error {
 			return errors.Wrap(deleteAll(ctx, s.World.c, fs, pl), "cannot end the provider's throttling")
@@ -71,30 +77,66 @@ func (s *State) applyFault(ctx context.Context, op Op) (err error, ok bool) { //
 // last starts fault typ, one that lasts: start runs now and end, on its own,
 // after d, while the next steps land; what changes during a fault is what
 // the provider must catch up on after it. A fault of the same type still on
-// ends first. end is tried again until it succeeds (the API server may be
-// restarting then) or faultTimeout passes.
+// is waited for first. end is tried again until it succeeds (the API server
+// may be restarting then) or faultTimeout passes; a start that fails is
+// ended at once, as it may have done part of its work.
 func (s *State) last(ctx context.Context, typ string, d time.Duration, start, end func(context.Context) error) error {
 	if err := s.endFault(typ); err != nil {
 		return err
 	}
 	if err := start(ctx); err != nil {
+		if uerr := retryEnd(end); uerr != nil {
+			return errors.Wrapf(err, "%v, and ending it", uerr)
+		}
 		return err
 	}
 	done := make(chan error, 1)
 	s.lasting[typ] = done
 	go func() {
 		time.Sleep(d)
-		var last error
-		err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, faultTimeout, true, func(ctx context.Context) (bool, error) {
-			last = end(ctx)
-			return last == nil, nil
-		})
-		if err != nil {
-			err = errors.Wrapf(last, "the %s did not end within %s", typ, faultTimeout)
-		}
-		done <- err
+		err := retryEnd(end)
+		done <- errors.Wrapf(err, "the %s did not end", typ)
 	}()
 	return nil
+}
+
+// retryEnd runs end until it succeeds or faultTimeout passes.
+func retryEnd(end func(context.Context) error) error {
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, faultTimeout, true, func(ctx context.Context) (bool, error) {
+		last = end(ctx)
+		return last == nil, nil
+	})
+	if err == nil {
+		return nil
+	}
+	if last == nil {
+		last = err
+	}
+	return errors.Wrapf(last, "not within %s", faultTimeout)
+}
+
+// restoreInfrastructure gives back whatever a fault may have taken away,
+// however the sequence ended: the network healed, the throttling deleted,
+// the provider's grant applied and every CRD a removeCRD may remove
+// installed, so that the next sequence finds a whole API server.
+func (s *State) restoreInfrastructure() error {
+	s.Fleet.cut.reset()
+	pl, fs := throttling(false)
+	return retryEnd(func(ctx context.Context) error {
+		if err := deleteAll(ctx, s.World.c, fs, pl); err != nil {
+			return err
+		}
+		if err := testenv.ApplyShippedRBAC(ctx, s.World.c, testenv.WorkloadsBinding); err != nil {
+			return err
+		}
+		for _, kind := range []string{KindAppBundle, KindImmortal, KindChaosAgent} {
+			if err := installCRD(ctx, s.World.c, kind); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // endFault waits until fault typ, when on, has ended.
@@ -132,7 +174,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // createAll creates objs in order.
 func createAll(ctx context.Context, c client.Client, objs ...client.Object) error {
 	for _, o := range objs {
-		if err := c.Create(ctx, o); client.IgnoreAlreadyExists(err) != nil {
+		if err := c.Create(ctx, o); err != nil {
 			return err
 		}
 	}
@@ -193,7 +235,9 @@ func throttling(reject bool) (*flowcontrolv1.PriorityLevelConfiguration, *flowco
 	}
 	pl := &flowcontrolv1.PriorityLevelConfiguration{ObjectMeta: metav1.ObjectMeta{Name: throttled},
 		Spec: flowcontrolv1.PriorityLevelConfigurationSpec{Type: flowcontrolv1.PriorityLevelEnablementLimited,
-			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1), LendablePercent: ptr.To[int32](0), LimitResponse: limit}}}
+			Limited: &flowcontrolv1.LimitedPriorityLevelConfiguration{NominalConcurrencyShares: ptr.To[int32](1), LendablePercent: ptr.To[int32](0),
+				// Nor borrows: an idle API server would lend it every seat.
+				BorrowingLimitPercent: ptr.To[int32](0), LimitResponse: limit}}}
 	fs := &flowcontrolv1.FlowSchema{ObjectMeta: metav1.ObjectMeta{Name: throttled},
 		Spec: flowcontrolv1.FlowSchemaSpec{
 			PriorityLevelConfiguration: flowcontrolv1.PriorityLevelConfigurationReference{Name: throttled},
@@ -238,37 +282,52 @@ func listOf(kind string) client.ObjectList {
 // package or a hand's slip does; it returns once the kind is served again.
 func (s *State) removeCRD(ctx context.Context, kind string, d time.Duration) error {
 	c := s.World.c
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := c.Get(ctx, client.ObjectKey{Name: crdName(kind)}, crd); err != nil {
-		return errors.Wrapf(err, "cannot read the CRD of %s", kind)
-	}
-	again := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: crd.Name, Labels: crd.Labels, Annotations: crd.Annotations},
-		Spec:       crd.Spec,
-	}
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: crdName(kind)}}
 	if err := c.Delete(ctx, crd); err != nil {
 		return errors.Wrapf(err, "cannot delete the CRD of %s", kind)
 	}
 	gone := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, faultTimeout, true, func(ctx context.Context) (bool, error) {
 		err := c.Get(ctx, client.ObjectKeyFromObject(crd), &apiextensionsv1.CustomResourceDefinition{})
-		return kerrors.IsNotFound(err), client.IgnoreNotFound(err)
+		return kerrors.IsNotFound(err), nil
 	})
 	if gone == nil {
 		gone = sleep(ctx, d)
 	}
 	// Installed again even when ctx ended: the rest of the run needs it.
-	restore, cancel := context.WithTimeout(context.WithoutCancel(ctx), faultTimeout)
+	restore, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*faultTimeout)
 	defer cancel()
-	if err := c.Create(restore, again); err != nil {
-		return errors.Wrapf(err, "cannot install the CRD of %s again", kind)
+	if err := installCRD(restore, c, kind); err != nil {
+		return err
 	}
-	served := wait.PollUntilContextTimeout(restore, 100*time.Millisecond, faultTimeout, true, func(ctx context.Context) (bool, error) {
+	return errors.Wrapf(gone, "the CRD of %s was not gone within %s", kind, faultTimeout)
+}
+
+// installCRD installs the CRD of kind from package/crds once no CRD of that
+// name is being deleted, unless one is there, and returns once the kind is
+// served.
+func installCRD(ctx context.Context, c client.Client, kind string) error {
+	name := crdName(kind)
+	plural, group, _ := strings.Cut(name, ".")
+	file := filepath.Join(testenv.RepoRoot(), "package", "crds", group+"_"+plural+".yaml")
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, faultTimeout, true, func(ctx context.Context) (bool, error) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		err := c.Get(ctx, client.ObjectKey{Name: name}, crd)
+		switch {
+		case err == nil:
+			return crd.DeletionTimestamp == nil, nil
+		case !kerrors.IsNotFound(err):
+			return false, nil
+		}
+		_, err = testenv.ApplyFile(ctx, c, file)
+		return err == nil, nil
+	})
+	if err != nil {
+		return errors.Wrapf(err, "the CRD of %s was not installed again within %s", kind, faultTimeout)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, faultTimeout, true, func(ctx context.Context) (bool, error) {
 		return c.List(ctx, listOf(kind), client.Limit(1)) == nil, nil
 	})
-	if gone != nil {
-		return errors.Wrapf(gone, "the CRD of %s was not gone within %s", kind, faultTimeout)
-	}
-	return errors.Wrapf(served, "the CRD of %s was not served again within %s", kind, faultTimeout)
+	return errors.Wrapf(err, "the CRD of %s was not served again within %s", kind, faultTimeout)
 }
 
 // A cut is the network between the replicas and the API server: while it
@@ -294,6 +353,13 @@ func (c *cut) sever() {
 		// Closed apart: a body's Close may wait for a Read in flight.
 		go b.ReadCloser.Close()
 	}
+}
+
+// reset heals the network however many severed it.
+func (c *cut) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.severed = 0
 }
 
 // heal gives the network back.
@@ -348,8 +414,9 @@ func (t cutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	b := &cutBody{ReadCloser: resp.Body, cut: t.cut}
 	if !t.cut.track(b) {
+		// Sent, perhaps acted on, and cut before the answer was read.
 		_ = resp.Body.Close()
-		return nil, refused()
+		return nil, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 	}
 	resp.Body = b
 	return resp, nil

@@ -65,6 +65,15 @@ func TestEveryOracleCatchesItsPlantedDefect(t *testing.T) {
 		t.Run(p.oracle+": "+p.defect, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
+			// Taken away however the subtest ends, as later ones share the world.
+			undone := false
+			undo := func() {
+				if !undone {
+					undone = true
+					p.undo(ctx, t, r.st)
+				}
+			}
+			defer undo()
 			p.plant(ctx, t, r.st)
 			// Some defects show after a moment: a watch opens, a freeze arms.
 			caught := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -77,7 +86,7 @@ func TestEveryOracleCatchesItsPlantedDefect(t *testing.T) {
 			if caught != nil {
 				t.Errorf("the oracle did not catch its planted defect")
 			}
-			p.undo(ctx, t, r.st)
+			undo()
 			if _, err := settle([]oracle{o}, r.st, 15*time.Second); err != nil {
 				t.Errorf("the oracle does not hold once the defect is taken away: %v", err)
 			}

@@ -220,10 +220,14 @@ func newRun(t *testing.T, env *testenv.Env, seq Sequence, sum *Summary, tag stri
 	return &run{t: t, env: env, seq: seq, st: st}
 }
 
-// close ends every fault on, stops the fleet and the watch of the pod.
+// close ends every fault on, restores what faults take away, stops the
+// fleet and the watch of the pod.
 func (r *run) close() {
 	if err := r.st.endFaults(); err != nil {
 		r.t.Errorf("ending the faults on: %v", err)
+	}
+	if err := r.st.restoreInfrastructure(); err != nil {
+		r.t.Fatalf("cannot restore what faults took away, for the sequences after this one: %v", err)
 	}
 	if err := r.st.Fleet.StopAll(); err != nil {
 		r.t.Logf("stopping the fleet: %v", err)
