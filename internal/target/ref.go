@@ -115,7 +115,7 @@ func (r *Resolver) track(ctx context.Context, mg resource.ModernManaged, ref xpv
 // from what the API server has.
 func (r *Resolver) relabel(ctx context.Context, u *v1alpha1.ProviderConfigUsage, checks ...resource.ApplyOption) error {
 	current := &v1alpha1.ProviderConfigUsage{}
-	if err := r.secrets.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, current); err != nil {
+	if err := r.live.Get(ctx, types.NamespacedName{Namespace: u.GetNamespace(), Name: u.GetName()}, current); err != nil {
 		return errors.Wrap(err, "cannot get ProviderConfigUsage")
 	}
 	for _, check := range checks {

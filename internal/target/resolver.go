@@ -38,10 +38,13 @@ const LocalID = "local"
 
 // A Resolver resolves managed resources to the cluster they act on.
 type Resolver struct {
-	kube    client.Client // control plane; reads configs from the manager's cache
-	secrets client.Reader // reads kubeconfig Secrets uncached, so no Secret informer is started
-	local   *rest.Config
-	scheme  *runtime.Scheme
+	kube client.Client // control plane; reads configs from the manager's cache
+	// live reads from the API server: kubeconfig Secrets, so no Secret
+	// informer is started, usages, and the config of a resource being
+	// deleted.
+	live   client.Reader
+	local  *rest.Config
+	scheme *runtime.Scheme
 
 	providerNamespace string
 	recheck           time.Duration
@@ -122,12 +125,13 @@ type Option func(*Resolver)
 func WithProviderNamespace(ns string) Option { return func(r *Resolver) { r.providerNamespace = ns } }
 
 // NewResolver returns a Resolver. kube is the control-plane client (configs are
-// read through it), secrets an uncached reader for kubeconfig Secrets, local the
-// provider's own REST config (InjectedIdentity).
-func NewResolver(kube client.Client, secrets client.Reader, local *rest.Config, s *runtime.Scheme, o ...Option) *Resolver {
+// read through it), live an uncached reader (kubeconfig Secrets, and the
+// config of a resource being deleted), local the provider's own REST config
+// (InjectedIdentity).
+func NewResolver(kube client.Client, live client.Reader, local *rest.Config, s *runtime.Scheme, o ...Option) *Resolver {
 	r := &Resolver{
 		kube:    kube,
-		secrets: secrets,
+		live:    live,
 		local:   local,
 		scheme:  s,
 		recheck: defaultSecretRecheck,
@@ -196,16 +200,26 @@ func (r *Resolver) cluster(ctx context.Context, rc *resolvedConfig) (*Cluster, e
 	}
 }
 
+// config reads mg's config. A resource being deleted reads it from the API
+// server: what it leaves in a namespace its config does not reach stays for
+// good, so it decides on the newest reach rather than on a cache a moment
+// behind an edit that allows a namespace again
+// (TestDeletedResourceDecidesOnTheNewestReach). Deletions are few; the read
+// costs one request each.
 func (r *Resolver) config(ctx context.Context, mg resource.ModernManaged) (*resolvedConfig, error) {
 	ref := mg.GetProviderConfigReference()
 	if ref == nil || ref.Name == "" {
 		return nil, errors.New("spec.providerConfigRef is not set")
 	}
+	read := client.Reader(r.kube)
+	if mg.GetDeletionTimestamp() != nil {
+		read = r.live
+	}
 	switch ref.Kind {
 	case v1alpha1.ProviderConfigKind:
 		pc := &v1alpha1.ProviderConfig{}
 		display := fmt.Sprintf("ProviderConfig %q in namespace %q", ref.Name, mg.GetNamespace())
-		if err := r.kube.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, pc); err != nil {
+		if err := read.Get(ctx, types.NamespacedName{Namespace: mg.GetNamespace(), Name: ref.Name}, pc); err != nil {
 			return nil, notFoundOr(err, display)
 		}
 		rc := &resolvedConfig{
@@ -224,7 +238,7 @@ func (r *Resolver) config(ctx context.Context, mg resource.ModernManaged) (*reso
 	case v1alpha1.ClusterProviderConfigKind:
 		cpc := &v1alpha1.ClusterProviderConfig{}
 		display := fmt.Sprintf("ClusterProviderConfig %q", ref.Name)
-		if err := r.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, cpc); err != nil {
+		if err := read.Get(ctx, types.NamespacedName{Name: ref.Name}, cpc); err != nil {
 			return nil, notFoundOr(err, display)
 		}
 		p, err := policyOf(display, cpc.Spec.Reach, r.providerNamespace)
@@ -347,7 +361,7 @@ func (r *Resolver) remoteCluster(ctx context.Context, rc *resolvedConfig) (*Clus
 
 func (r *Resolver) kubeconfig(ctx context.Context, rc *resolvedConfig) ([]byte, error) {
 	s := &corev1.Secret{}
-	if err := r.secrets.Get(ctx, *rc.secretRef, s); err != nil {
+	if err := r.live.Get(ctx, *rc.secretRef, s); err != nil {
 		if kerrors.IsNotFound(err) {
 			return nil, errors.Errorf("Secret %s named in credentials.secretRef of %s does not exist", rc.secretRef, rc.display)
 		}

@@ -443,3 +443,56 @@ func TestUsageCarriesTheShard(t *testing.T) {
 		t.Errorf("a current usage was written %d times", five.writes-writes)
 	}
 }
+
+// TestDeletedResourceDecidesOnTheNewestReach: a config edit allows a
+// namespace again, and a managed resource is deleted before the cache has
+// the edit. Resolved from that cache it would leave what it made there for
+// good; being deleted, it reads its config from the API server and reaches
+// the namespace, while a resource not being deleted reads the cache.
+func TestDeletedResourceDecidesOnTheNewestReach(t *testing.T) {
+	ctx := context.Background()
+	ns := control.Namespace(t, "apps", nil)
+	other := control.Namespace(t, "allowed-again", nil)
+	cpc := &v1alpha1.ClusterProviderConfig{ObjectMeta: metav1.ObjectMeta{Name: "reach-" + ns},
+		Spec: v1alpha1.ClusterProviderConfigSpec{
+			Credentials: v1alpha1.ClusterCredentials{Source: v1alpha1.CredentialsSourceInjectedIdentity},
+			Reach:       &v1alpha1.Reach{Namespaces: []string{other}, DeniedNamespaces: []string{other}},
+		}}
+	create(t, control.Client, cpc)
+	stale := staleConfig{Client: control.Client, cpc: cpc.DeepCopy()}
+	control.Update(t, cpc, func() { cpc.Spec.Reach.DeniedNamespaces = nil })
+	m := mr(ns, &xpv2.ProviderConfigReference{Kind: v1alpha1.ClusterProviderConfigKind, Name: cpc.Name})
+	create(t, control.Client, m)
+	r := NewResolver(stale, control.Client, control.Config, control.Scheme, WithProviderNamespace(testenv.ProviderNamespace))
+
+	c, err := r.Resolve(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckNamespace(ctx, ns, other); err == nil {
+		t.Errorf("a resource not being deleted reaches %s: it should decide on the cache, which denies it", other)
+	}
+	now := metav1.Now()
+	m.SetDeletionTimestamp(&now)
+	if c, err = r.Resolve(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CheckNamespace(ctx, ns, other); err != nil {
+		t.Errorf("a resource being deleted does not reach %s, which its config allows again: %v", other, err)
+	}
+}
+
+// staleConfig is a cache behind an edit: it answers a read of its
+// ClusterProviderConfig with the copy it holds.
+type staleConfig struct {
+	client.Client
+	cpc *v1alpha1.ClusterProviderConfig
+}
+
+func (s staleConfig) Get(ctx context.Context, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+	if c, ok := o.(*v1alpha1.ClusterProviderConfig); ok && key.Name == s.cpc.Name {
+		s.cpc.DeepCopyInto(c)
+		return nil
+	}
+	return s.Client.Get(ctx, key, o, opts...)
+}
