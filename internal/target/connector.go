@@ -20,6 +20,12 @@ type Connector[T resource.ModernManaged] struct {
 	// (AppBundle, ImmortalContainer, ConfigRollout): their config's reach
 	// must allow that namespace on its cluster before they touch it.
 	OwnNamespace bool
+	// Unreachable, when set, is told of a managed resource refused because
+	// its config does not reach its own namespace: it stops the watches the
+	// resource holds there, which would otherwise go on reading where the
+	// provider may not (a deny, then an API server restart that has them
+	// watch again: the explorer's deny-then-restart case).
+	Unreachable func(mg T)
 }
 
 // Connect resolves mg's target cluster and returns the kind's external client.
@@ -35,6 +41,9 @@ func (c *Connector[T]) Connect(ctx context.Context, mg T) (managed.TypedExternal
 	}
 	if c.OwnNamespace {
 		if err := cl.CheckNamespace(ctx, mg.GetNamespace(), mg.GetNamespace()); err != nil {
+			if c.Unreachable != nil {
+				c.Unreachable(mg)
+			}
 			return outOfReach[T](mg, err)
 		}
 	}

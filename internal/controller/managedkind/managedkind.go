@@ -265,7 +265,13 @@ func (k Kind[T]) connector(r *target.Resolver, rec event.Recorder, status client
 	newClient := func(c *target.Cluster, rec event.Recorder, mg T) managed.TypedExternalClient[T] {
 		return k.NewClient(c, rec, status, mg)
 	}
-	return &target.Connector[T]{Resolver: r, Recorder: rec, NewClient: newClient, OwnNamespace: k.OwnNamespace}
+	c := &target.Connector[T]{Resolver: r, Recorder: rec, NewClient: newClient, OwnNamespace: k.OwnNamespace}
+	if k.WatchSet != nil || k.Forget != nil {
+		// Followed again from scratch once reachable, as by a new holder.
+		forget := &forgetGone{watches: k.WatchSet, forget: k.Forget}
+		c.Unreachable = func(mg T) { forget.forgetName(types.NamespacedName{Namespace: mg.GetNamespace(), Name: mg.GetName()}) }
+	}
+	return c
 }
 
 // onStop has mgr run f once it stops; nothing when f is nil.
