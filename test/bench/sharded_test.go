@@ -312,11 +312,12 @@ func startReplicas(ctx context.Context, b *testing.B, replicas, shards int) []re
 }
 
 // idle waits until the replicas have reconciled at least n resources
-// together and then sent no request for two seconds, their Leases' renewals
-// and watches aside (work).
+// together and then, for two seconds, sent no request, their Leases'
+// renewals and watches aside (work), and reconciled nothing: a reconcile
+// that reads only its caches sends no request.
 func idle(ctx context.Context, b *testing.B, rs []*replicaResult, n int) {
 	b.Helper()
-	var last float64
+	var last, lastReconciled float64
 	quiet := 0
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 10*time.Minute, true, func(context.Context) (bool, error) {
 		var sent, reconciled float64
@@ -327,12 +328,12 @@ func idle(ctx context.Context, b *testing.B, rs []*replicaResult, n int) {
 			}
 			sent, reconciled = sent+s.work(), reconciled+s.reconciles
 		}
-		if reconciled >= float64(n) && sent == last {
+		if reconciled >= float64(n) && sent == last && reconciled == lastReconciled {
 			quiet++
 		} else {
 			quiet = 0
 		}
-		last = sent
+		last, lastReconciled = sent, reconciled
 		return quiet >= 4, nil
 	})
 	if err != nil {
